@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"regexp"
+	"strings"
+)
+
+// FailureCategory says why a run failed. It decides how much a failure weighs
+// against the route (see Policy.FailureWeight) and whether it is a gate that
+// becomes a blocker instead.
+type FailureCategory string
+
+const (
+	AntiBot            FailureCategory = "anti_bot"
+	AuthRequired       FailureCategory = "auth_required"
+	PermissionDenied   FailureCategory = "permission_denied"
+	OverlayBlocked     FailureCategory = "overlay_blocked"
+	Network            FailureCategory = "network"
+	SelectorDrift      FailureCategory = "selector_drift"
+	VisualDrift        FailureCategory = "visual_drift"
+	Timing             FailureCategory = "timing"
+	LazyLoading        FailureCategory = "lazy_loading"
+	ABExperiment       FailureCategory = "ab_experiment"
+	UnexpectedRedirect FailureCategory = "unexpected_redirect"
+	Unknown            FailureCategory = "unknown"
+)
+
+// FailureCategories lists every category, in documentation order.
+var FailureCategories = []FailureCategory{AntiBot, AuthRequired, PermissionDenied, OverlayBlocked,
+	Network, SelectorDrift, VisualDrift, Timing, LazyLoading, ABExperiment, UnexpectedRedirect, Unknown}
+
+// Valid reports whether c is a known category.
+func (c FailureCategory) Valid() bool {
+	for _, x := range FailureCategories {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// IsGate reports whether the category is the environment refusing the run
+// (a captcha, a login wall, a 403): recorded as a blocker that caps the tier,
+// never counted against the route.
+func (c FailureCategory) IsGate() bool {
+	return c == AntiBot || c == AuthRequired || c == PermissionDenied
+}
+
+// Error kinds a recorder may put in Step.ErrorKind: structured signals that
+// classification trusts before any text.
+const (
+	KindNoElement  = "no_element"  // the selector matched nothing
+	KindNotVisible = "not_visible" // matched, but hidden or covered
+	KindTimeout    = "timeout"     // waited and gave up
+	KindNetwork    = "network"     // DNS, connection refused/reset, TLS
+	KindRedirect   = "redirect"    // landed on another URL than expected
+	KindCaptcha    = "captcha"
+	KindLogin      = "login"
+)
+
+// Classify decides the failure category of a failed trace. Structured signals
+// come first — HTTP status, the failing step's error kind and action — and the
+// error text last, matched on whole words so that an id containing "403" or the
+// words "Timeout waiting for login" are not misread.
+func Classify(t *Trace) FailureCategory {
+	if t.Outcome != Failure {
+		return ""
+	}
+	if t.FailureCategory.Valid() {
+		return t.FailureCategory
+	}
+	status := t.HTTPStatus
+	var failed *Step
+	for i := range t.Steps {
+		if !t.Steps[i].OK {
+			failed = &t.Steps[i]
+			if failed.HTTPStatus != 0 {
+				status = failed.HTTPStatus
+			}
+			break
+		}
+	}
+	switch {
+	case status == 401 || status == 407:
+		return AuthRequired
+	case status == 403:
+		return PermissionDenied
+	case status == 429:
+		return AntiBot
+	case status >= 500 && status <= 599:
+		return Network
+	}
+	if failed != nil {
+		switch failed.ErrorKind {
+		case KindCaptcha:
+			return AntiBot
+		case KindLogin:
+			return AuthRequired
+		case KindNetwork:
+			return Network
+		case KindRedirect:
+			return UnexpectedRedirect
+		case KindNotVisible:
+			return OverlayBlocked
+		case KindNoElement:
+			if failed.Action == "navigate" {
+				return Network
+			}
+			return SelectorDrift
+		case KindTimeout:
+			// A timeout on an element lookup is the page not having it (yet).
+			if failed.Selector != "" {
+				return Timing
+			}
+			return Network
+		}
+	}
+	text := t.Error
+	if failed != nil && failed.Error != "" {
+		text = failed.Error + " " + text
+	}
+	return classifyText(text)
+}
+
+type textRule struct {
+	re  *regexp.Regexp
+	cat FailureCategory
+}
+
+// The text rules are ordered: the first that matches wins. Gates need the words
+// of a gate (a captcha, "access denied", an HTTP status spelled as a status), not
+// a number that happens to appear inside an id or a URL.
+var textRules = []textRule{
+	{regexp.MustCompile(`\b(captcha|recaptcha|hcaptcha|are you a robot|bot detection|cloudflare challenge|unusual traffic)\b`), AntiBot},
+	{regexp.MustCompile(`\b(status|http|code)[ :=]*429\b|\btoo many requests\b|\brate.?limit`), AntiBot},
+	{regexp.MustCompile(`\b(status|http|code)[ :=]*40[17]\b|\bunauthori[sz]ed\b|\b(sign|log)[ -]?in required\b|\bauthentication required\b|\bredirected to (the )?(login|sign.?in)\b`), AuthRequired},
+	{regexp.MustCompile(`\b(status|http|code)[ :=]*403\b|\bforbidden\b|\baccess denied\b|\bpermission denied\b`), PermissionDenied},
+	{regexp.MustCompile(`\b(intercept|obscur|overlay|covered by|modal|cookie banner|not clickable)`), OverlayBlocked},
+	{regexp.MustCompile(`\b(err_name_not_resolved|err_connection|connection (refused|reset)|no such host|dns|net::|tls handshake|network error|(status|http|code)[ :=]*5\d\d\b)`), Network},
+	{regexp.MustCompile(`\b(lazy|infinite scroll|load more)\b`), LazyLoading},
+	{regexp.MustCompile(`\b(redirect(ed)?)\b`), UnexpectedRedirect},
+	{regexp.MustCompile(`\b(no (such )?element|not found|no node|did not match|matches nothing|selector)\b`), SelectorDrift},
+	{regexp.MustCompile(`\b(timeout|timed out|deadline exceeded)\b`), Timing},
+	{regexp.MustCompile(`\b(layout|visual|screenshot differs)\b`), VisualDrift},
+	{regexp.MustCompile(`\b(a/b|experiment|variant)\b`), ABExperiment},
+}
+
+func classifyText(s string) FailureCategory {
+	s = strings.ToLower(s)
+	for _, r := range textRules {
+		if r.re.MatchString(s) {
+			return r.cat
+		}
+	}
+	return Unknown
+}

@@ -1,0 +1,700 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Engine is pem's service over a Store: Save, Query, List and Memory, the same
+// for the CLI, the MCP server and the agent.
+type Engine struct {
+	Store   Store
+	Now     func() time.Time  // the clock; nil means time.Now
+	Rand    io.Reader         // ids; nil means crypto/rand
+	Writer  string            // who writes traces (host or user), recorded in each trace
+	Secrets map[string]string // declared secrets: name → value, never stored
+}
+
+// New returns an Engine over s with the real clock.
+func New(s Store) *Engine { return &Engine{Store: s} }
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// ErrInvalid is returned for bad arguments; the message says which and how to fix it.
+var ErrInvalid = errors.New("invalid argument")
+
+// SaveRequest is one experience_save call.
+type SaveRequest struct {
+	URL      string
+	Trace    *TraceInput // nil: an empty trace
+	Outcome  string      // "success" (default) or "failure"; overrides the trace's
+	TaskType string
+	Intent   string
+	Session  string
+	Facts    *Patch
+}
+
+// SaveResult is the experience_save answer.
+type SaveResult struct {
+	Saved           bool            `json:"saved"`
+	ID              string          `json:"id"`
+	Domain          string          `json:"domain"`
+	Intent          string          `json:"intent"`
+	IntentKey       string          `json:"intent_key"`
+	Outcome         Outcome         `json:"outcome"`
+	Confidence      float64         `json:"confidence"`
+	RetrievalTier   Tier            `json:"retrieval_tier"`
+	TracePath       string          `json:"trace_path"`
+	FailureCategory FailureCategory `json:"failure_category,omitempty"`
+	FactsMerged     bool            `json:"facts_merged"`
+	FactsStatus     Status          `json:"facts_status,omitempty"`
+	FactsRejected   bool            `json:"facts_rejected"`
+	FactsMessage    string          `json:"facts_message,omitempty"`
+}
+
+// BuildTrace turns a request into the trace Save would store (redacted, with a
+// new id), without writing anything.
+func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
+	in := req.Trace
+	if in == nil {
+		in = &TraceInput{}
+	}
+	rawURL := req.URL
+	if rawURL == "" {
+		rawURL = in.URL
+	}
+	n, err := NormalizeURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	outcome := Outcome(strings.ToLower(firstNonEmpty(req.Outcome, in.Outcome, string(Success))))
+	if outcome == "completed" || outcome == "ok" {
+		outcome = Success
+	}
+	if outcome == "failed" || outcome == "error" {
+		outcome = Failure
+	}
+	if !outcome.Valid() {
+		return nil, fmt.Errorf("%w: outcome %q: use success or failure", ErrInvalid, outcome)
+	}
+	intent := strings.TrimSpace(firstNonEmpty(req.Intent, in.Intent, req.TaskType, in.TaskType, in.Task))
+	if len(intent) > MaxIntent {
+		return nil, fmt.Errorf("%w: intent is %d bytes, over the cap of %d", ErrInvalid, len(intent), MaxIntent)
+	}
+	if strings.ContainsAny(intent, "\x00\r\n") {
+		return nil, fmt.Errorf("%w: intent must be one line of text", ErrInvalid)
+	}
+	now := e.now()
+	started := now
+	if in.StartedAt != nil {
+		started = in.StartedAt.UTC()
+	} else if in.Timestamp != nil {
+		started = in.Timestamp.UTC()
+	}
+	if started.After(now.Add(24 * time.Hour)) {
+		return nil, fmt.Errorf("%w: timestamp %s is in the future", ErrInvalid, started.Format(time.RFC3339))
+	}
+	id, err := NewTraceID(now, e.Rand)
+	if err != nil {
+		return nil, fmt.Errorf("making a trace id: %w", err)
+	}
+	t := &Trace{
+		Format: Format, ID: id, Writer: firstNonEmpty(in.Writer, e.Writer), Session: firstNonEmpty(req.Session, in.Session),
+		Task: in.Task, Intent: intent, IntentKey: IntentKey(intent), TaskType: firstNonEmpty(req.TaskType, in.TaskType),
+		URL: n.URL, Domain: n.Domain, URLPattern: Pattern(n), Outcome: outcome, Error: in.ErrorMessage,
+		HTTPStatus: in.HTTPStatus, StartedAt: started, DurationMs: in.DurationMs, PlannerCalls: in.PlannerCalls,
+		Tier: Tier(in.Tier), Params: in.Params,
+		Result: Result{Answer: in.Answer, FinalURL: in.FinalPageURL, FinalTitle: in.FinalPageTitle},
+	}
+	if t.Session == "" {
+		t.Session = id
+	}
+	if in.FailureCategory != "" {
+		c := FailureCategory(in.FailureCategory)
+		if !c.Valid() {
+			return nil, fmt.Errorf("%w: failure_category %q is not one of %v", ErrInvalid, c, FailureCategories)
+		}
+		t.FailureCategory = c
+	}
+	if len(in.ExtractionResults) > 0 {
+		t.Result.Extracted = map[string]string{}
+		for k, v := range in.ExtractionResults {
+			t.Result.Extracted[k] = resultString(v)
+		}
+	}
+	sensitive := map[int]bool{}
+	for i, s := range in.Steps {
+		if !IsAction(s.Action) {
+			return nil, fmt.Errorf("%w: steps[%d].action %q is not one of %s", ErrInvalid, i, s.Action, strings.Join(Actions, ", "))
+		}
+		ok := true
+		if s.OK != nil {
+			ok = *s.OK
+		} else if s.Success != nil {
+			ok = *s.Success
+		} else if s.Error != "" {
+			ok = false
+		}
+		seq := s.Seq
+		if seq == 0 {
+			seq = i + 1
+		}
+		st := Step{Seq: seq, Action: s.Action, Selector: s.Selector, Fallbacks: s.Fallbacks, Value: s.Value,
+			Param: s.Param, URL: s.URL, OK: ok, Error: s.Error, ErrorKind: s.ErrorKind, HTTPStatus: s.HTTPStatus,
+			Result: capString(resultString(s.Result), 4096), DurationMs: s.DurationMs}
+		if st.Action == "navigate" && st.URL == "" && st.Value != "" {
+			st.URL, st.Value = st.Value, ""
+		}
+		if s.Sensitive {
+			sensitive[i] = true
+		}
+		t.Steps = append(t.Steps, st)
+	}
+	if t.Outcome == Failure {
+		t.FailureCategory = Classify(t)
+	} else {
+		t.FailureCategory = ""
+	}
+	Redact(t, sensitive, e.Secrets)
+	return t, nil
+}
+
+// Save stores one run as an immutable trace and, when the request carries a
+// facts patch, merges it into the (domain, intent) entry — unless the entry is
+// verified, when the patch is refused whole and the trace is still saved. The
+// returned confidence and tier already include the new trace.
+func (e *Engine) Save(ctx context.Context, req SaveRequest) (*SaveResult, error) {
+	t, err := e.BuildTrace(req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.Store.Config(ctx); err != nil {
+		return nil, err
+	}
+	path, err := e.Store.PutTrace(ctx, t)
+	if err != nil {
+		return nil, fmt.Errorf("saving trace %s: %w", t.ID, err)
+	}
+	res := &SaveResult{Saved: true, ID: t.ID, Domain: t.Domain, Intent: t.Intent, IntentKey: t.IntentKey,
+		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory}
+	if !req.Facts.Empty() {
+		if err := e.patchFacts(ctx, t, req.Facts, res); err != nil {
+			return res, err
+		}
+	}
+	r, err := e.recallKey(ctx, t.Domain, t.IntentKey, "")
+	if err != nil {
+		return res, err
+	}
+	res.Confidence, res.RetrievalTier = r.Confidence, r.Tier
+	if res.FactsStatus == "" && req.Facts != nil {
+		res.FactsStatus = r.Status
+	}
+	return res, nil
+}
+
+func (e *Engine) patchFacts(ctx context.Context, t *Trace, p *Patch, res *SaveResult) error {
+	release, err := e.Store.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	f, err := e.Store.Facts(ctx, t.Domain, t.IntentKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		f = &Facts{Format: Format, Domain: t.Domain, Intent: t.Intent, IntentKey: t.IntentKey, TaskType: t.TaskType,
+			Status: Hypothesis, Provenance: Provenance{FirstSeen: t.StartedAt}}
+		if t.URLPattern != "" {
+			f.URLPatterns = []string{t.URLPattern}
+		}
+	case err != nil:
+		return err
+	}
+	if err := f.Apply(p); err != nil {
+		if errors.Is(err, ErrFrozen) {
+			res.FactsRejected, res.FactsStatus, res.FactsMessage = true, f.Status, err.Error()
+			return nil
+		}
+		return err
+	}
+	f.Provenance.Sources = appendUnique(f.Provenance.Sources, "experience_save")
+	f.Provenance.Traces = appendUnique(f.Provenance.Traces, t.ID)
+	if _, err := e.Store.PutFacts(ctx, f); err != nil {
+		return fmt.Errorf("writing facts %s/%s: %w", f.Domain, f.IntentKey, err)
+	}
+	res.FactsMerged, res.FactsStatus = true, f.Status
+	res.FactsMessage = fmt.Sprintf("merged into %s/%s (status %s, revision %s)", f.Domain, f.IntentKey, f.Status, f.Revision)
+	return nil
+}
+
+// entry is everything known of one (domain, intent key).
+type entry struct {
+	key      string
+	intent   string
+	facts    *Facts
+	exp      *Experience
+	pending  []*Trace // traces not yet folded, oldest first
+	patterns []string
+	types    []string
+}
+
+// domainEntries gathers a domain's entries from facts, experience and the
+// traces consolidation has not folded yet. It reads only that domain's files.
+func (e *Engine) domainEntries(ctx context.Context, domain string) (map[string]*entry, []string, error) {
+	var warnings []string
+	entries := map[string]*entry{}
+	get := func(k string) *entry {
+		en := entries[k]
+		if en == nil {
+			en = &entry{key: k}
+			entries[k] = en
+		}
+		return en
+	}
+	folded := map[string]bool{}
+	xkeys, err := e.Store.ExperienceKeys(ctx, domain)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range xkeys {
+		x, err := e.Store.Experience(ctx, domain, k)
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				warnings = append(warnings, err.Error())
+				continue
+			}
+			return nil, nil, err
+		}
+		en := get(k)
+		en.exp, en.intent = x, x.Intent
+		en.patterns = append(en.patterns, x.URLPatterns()...)
+		en.types = append(en.types, x.TaskTypes...)
+		for _, ev := range x.Evidence {
+			folded[ev.Trace] = true
+		}
+	}
+	fkeys, err := e.Store.FactsKeys(ctx, domain)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range fkeys {
+		f, err := e.Store.Facts(ctx, domain, k)
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				warnings = append(warnings, err.Error())
+				continue
+			}
+			return nil, nil, err
+		}
+		en := get(k)
+		en.facts, en.intent = f, f.Intent
+		en.patterns = append(append([]string{}, f.URLPatterns...), en.patterns...)
+		if f.TaskType != "" {
+			en.types = append(en.types, f.TaskType)
+		}
+	}
+	refs, err := e.Store.TraceRefs(ctx, domain)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, ref := range refs {
+		if folded[ref.ID] {
+			continue
+		}
+		t, err := e.Store.Trace(ctx, ref)
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) {
+				warnings = append(warnings, err.Error())
+				continue
+			}
+			return nil, nil, err
+		}
+		en := get(t.IntentKey)
+		if en.intent == "" {
+			en.intent = t.Intent
+		}
+		en.pending = append(en.pending, t)
+		if !contains(en.patterns, t.URLPattern) {
+			en.patterns = append(en.patterns, t.URLPattern)
+		}
+		if t.TaskType != "" && !contains(en.types, t.TaskType) {
+			en.types = append(en.types, t.TaskType)
+		}
+	}
+	return entries, warnings, nil
+}
+
+// Query answers what memory holds for a task at url: the domain's entry whose
+// intent matches (exact key, then token overlap), ranked by URL-pattern
+// specificity. Nothing known: tier P5. It never returns another domain's facts.
+func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, error) {
+	n, err := NormalizeURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if len(intent) > MaxIntent {
+		return nil, fmt.Errorf("%w: intent is over %d bytes", ErrInvalid, MaxIntent)
+	}
+	cfg, err := e.Store.Config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	entries, warnings, err := e.domainEntries(ctx, n.Domain)
+	if err != nil {
+		return nil, err
+	}
+	en, why := pick(entries, n, intent)
+	if en == nil {
+		r := emptyRecall(n.Domain)
+		r.Intent = intent
+		r.Warnings = append(r.Warnings, warnings...)
+		return r, nil
+	}
+	r := e.recall(en, n, cfg.Policy)
+	if why != "" {
+		r.Warnings = append(r.Warnings, why)
+	}
+	r.Warnings = append(r.Warnings, warnings...)
+	return r, nil
+}
+
+// recallKey answers for one exact key (used after a save).
+func (e *Engine) recallKey(ctx context.Context, domain, key, _ string) (*Recall, error) {
+	cfg, err := e.Store.Config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	entries, _, err := e.domainEntries(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	en := entries[key]
+	if en == nil {
+		return emptyRecall(domain), nil
+	}
+	return e.recall(en, NormalizedURL{Domain: domain}, cfg.Policy), nil
+}
+
+// pick chooses the entry for a query: with an intent, the exact key or else the
+// best token overlap ≥ MinIntentOverlap, ties broken by URL specificity; with
+// no intent, the most specific URL-pattern match, ties broken by evidence.
+func pick(entries map[string]*entry, n NormalizedURL, intent string) (*entry, string) {
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	spec := func(en *entry) (Specificity, bool) {
+		var best Specificity
+		found := false
+		for _, p := range en.patterns {
+			if s, ok := MatchPattern(p, n); ok && (!found || best.Less(s)) {
+				best, found = s, true
+			}
+		}
+		return best, found
+	}
+	if strings.TrimSpace(intent) != "" {
+		if en := entries[IntentKey(intent)]; en != nil {
+			return en, ""
+		}
+		var best *entry
+		var bestScore float64
+		var bestSpec Specificity
+		for _, k := range keys {
+			en := entries[k]
+			sc := IntentScore(intent, en.intent)
+			if sc < MinIntentOverlap {
+				continue
+			}
+			sp, _ := spec(en)
+			if best == nil || sc > bestScore || sc == bestScore && bestSpec.Less(sp) {
+				best, bestScore, bestSpec = en, sc, sp
+			}
+		}
+		if best == nil {
+			return nil, ""
+		}
+		return best, fmt.Sprintf("intent matched by word overlap (%.2f) with %q, not exactly", bestScore, best.intent)
+	}
+	var best *entry
+	var bestSpec Specificity
+	for _, k := range keys {
+		en := entries[k]
+		sp, ok := spec(en)
+		if !ok {
+			continue
+		}
+		if best == nil || bestSpec.Less(sp) || (!sp.Less(bestSpec) && evidenceCount(en) > evidenceCount(best)) {
+			best, bestSpec = en, sp
+		}
+	}
+	if best == nil {
+		return nil, ""
+	}
+	return best, "no intent given: matched by URL pattern only"
+}
+
+func evidenceCount(en *entry) int {
+	n := len(en.pending)
+	if en.exp != nil {
+		n += len(en.exp.Evidence)
+	}
+	return n
+}
+
+// evidence is everything behind an entry's confidence: folded plus pending.
+func (en *entry) evidence() []Evidence {
+	var ev []Evidence
+	if en.exp != nil {
+		ev = append(ev, en.exp.Evidence...)
+	}
+	for _, t := range en.pending {
+		ev = append(ev, EvidenceOf(t))
+	}
+	return ev
+}
+
+func (e *Engine) recall(en *entry, n NormalizedURL, p Policy) *Recall {
+	r := emptyRecall(n.Domain)
+	r.Intent, r.IntentKey = en.intent, en.key
+	sc := Confidence(en.evidence(), e.now(), p)
+	r.SuccessCount, r.FailureCount = sc.Successes, sc.Failures
+	r.Confidence = round2(sc.Confidence)
+	r.Status = Hypothesis
+	for _, pt := range en.patterns {
+		if _, ok := MatchPattern(pt, n); ok {
+			r.URLPattern = pt
+			break
+		}
+	}
+	if r.URLPattern == "" && len(en.patterns) > 0 {
+		r.URLPattern = en.patterns[0]
+	}
+	openBlocker := false
+	if f := en.facts; f != nil {
+		r.Source = "facts"
+		r.Status = f.Status
+		r.Revision = f.Revision
+		for name, s := range f.Selectors {
+			r.PrimarySelectors[name] = s.Primary
+			if len(s.Fallbacks) > 0 {
+				if r.Fallbacks == nil {
+					r.Fallbacks = map[string][]string{}
+				}
+				r.Fallbacks[name] = s.Fallbacks
+			}
+		}
+		r.Steps = append(r.Steps, f.Steps...)
+		r.ExtractionQuery = f.ExtractionQuery
+		r.KnownBlockers = append(r.KnownBlockers, f.KnownBlockers...)
+		r.AntiPatterns = append(r.AntiPatterns, f.AntiPatterns...)
+		r.InteractionHints = append(r.InteractionHints, f.InteractionHints...)
+		r.Answers = append(r.Answers, f.Answers...)
+		if !f.Provenance.LastVerified.IsZero() {
+			lv := f.Provenance.LastVerified
+			r.LastVerified = &lv
+		}
+		for _, b := range f.KnownBlockers {
+			if FailureCategory(b.Type).IsGate() && b.Action == "" {
+				openBlocker = true // a gate nothing is known to get past
+			}
+		}
+	}
+	if len(r.Steps) == 0 {
+		// Not consolidated yet: the latest successful route on hand.
+		for i := len(en.pending) - 1; i >= 0; i-- {
+			if t := en.pending[i]; t.Outcome == Success && len(t.Steps) > 0 {
+				r.Steps = append(r.Steps, t.Steps...)
+				if r.Source == "" {
+					r.Source = "traces"
+				}
+				for _, s := range t.Steps {
+					if s.Selector != "" && s.Action != "navigate" {
+						name := s.Action + ":" + s.Selector
+						if _, ok := r.PrimarySelectors[name]; !ok && len(r.PrimarySelectors) < 20 {
+							r.PrimarySelectors[name] = s.Selector
+						}
+					}
+				}
+				break
+			}
+		}
+	}
+	if r.Source == "" {
+		r.Source = "traces"
+	}
+	r.Tier = ChooseTier(sc, r.Status, openBlocker, p)
+	if sc.OpenGate != "" {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the latest run was stopped by %s: expect it again", sc.OpenGate))
+		r.KnownBlockers = MergeBlocker(r.KnownBlockers, Blocker{Type: string(sc.OpenGate), Note: "seen in the latest run"})
+	}
+	if r.Status == Contested {
+		r.Warnings = append(r.Warnings, "contested: recent runs failed with this knowledge; verify everything")
+	}
+	return r
+}
+
+// ListRequest filters and pages experience_list.
+type ListRequest struct {
+	Filter       string // domain substring
+	IntentFilter string // intent substring
+	Page         int    // from 1
+	PageSize     int    // ≤ 100, default 20
+}
+
+// ListEntry is one (domain, intent) in experience_list.
+type ListEntry struct {
+	Domain        string     `json:"domain"`
+	Intent        string     `json:"intent"`
+	IntentKey     string     `json:"intent_key"`
+	URLPatterns   []string   `json:"url_patterns"`
+	TaskTypes     []string   `json:"task_types"`
+	Confidence    float64    `json:"confidence"`
+	RetrievalTier Tier       `json:"retrieval_tier"`
+	Status        Status     `json:"status"`
+	LastVerified  *time.Time `json:"last_verified,omitempty"`
+	SuccessCount  int        `json:"success_count"`
+	FailureCount  int        `json:"failure_count"`
+}
+
+// ListResult is the experience_list answer.
+type ListResult struct {
+	Total      int         `json:"total"`
+	Page       int         `json:"page"`
+	PageSize   int         `json:"page_size"`
+	TotalPages int         `json:"total_pages"`
+	Entries    []ListEntry `json:"entries"`
+	Warnings   []string    `json:"warnings,omitempty"`
+}
+
+// MaxPageSize caps experience_list pages.
+const MaxPageSize = 100
+
+// List returns the known (domain, intent) entries, sorted by domain and
+// intent, one page at a time.
+func (e *Engine) List(ctx context.Context, req ListRequest) (*ListResult, error) {
+	if req.Page == 0 {
+		req.Page = 1
+	}
+	if req.PageSize == 0 {
+		req.PageSize = 20
+	}
+	if req.Page < 1 {
+		return nil, fmt.Errorf("%w: page %d: pages start at 1", ErrInvalid, req.Page)
+	}
+	if req.PageSize < 1 || req.PageSize > MaxPageSize {
+		return nil, fmt.Errorf("%w: page size %d: use 1 to %d", ErrInvalid, req.PageSize, MaxPageSize)
+	}
+	cfg, err := e.Store.Config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	domains, err := e.Store.Domains(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &ListResult{Page: req.Page, PageSize: req.PageSize, Entries: []ListEntry{}}
+	df := strings.ToLower(req.Filter)
+	itf := strings.ToLower(req.IntentFilter)
+	var all []ListEntry
+	for _, d := range domains {
+		if df != "" && !strings.Contains(d, df) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		entries, warnings, err := e.domainEntries(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		res.Warnings = append(res.Warnings, warnings...)
+		for _, en := range entries {
+			if itf != "" && !strings.Contains(strings.ToLower(en.intent), itf) && !strings.Contains(en.key, itf) {
+				continue
+			}
+			r := e.recall(en, NormalizedURL{Domain: d}, cfg.Policy)
+			le := ListEntry{Domain: d, Intent: en.intent, IntentKey: en.key, URLPatterns: dedupe(en.patterns),
+				TaskTypes: dedupe(en.types), Confidence: r.Confidence, RetrievalTier: r.Tier, Status: r.Status,
+				LastVerified: r.LastVerified, SuccessCount: r.SuccessCount, FailureCount: r.FailureCount}
+			all = append(all, le)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Domain != all[j].Domain {
+			return all[i].Domain < all[j].Domain
+		}
+		return all[i].IntentKey < all[j].IntentKey
+	})
+	res.Total = len(all)
+	res.TotalPages = (len(all) + req.PageSize - 1) / req.PageSize
+	lo := (req.Page - 1) * req.PageSize
+	if lo < len(all) {
+		hi := min(lo+req.PageSize, len(all))
+		res.Entries = all[lo:hi]
+	}
+	return res, nil
+}
+
+// Memory renders the "## Memory" section for a task at url (empty when
+// nothing is known). maxChars ≤ 0 uses the tree's memory_max_chars.
+func (e *Engine) Memory(ctx context.Context, rawURL, intent string, maxChars int) (string, error) {
+	r, err := e.Query(ctx, rawURL, intent)
+	if err != nil {
+		return "", err
+	}
+	if maxChars <= 0 {
+		cfg, err := e.Store.Config(ctx)
+		if err != nil {
+			return "", err
+		}
+		maxChars = cfg.Policy.MemoryMaxChars
+	}
+	return RenderMemory(r, maxChars), nil
+}
+
+func dedupe(xs []string) []string {
+	out := []string{}
+	for _, x := range xs {
+		if x != "" && !contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func firstNonEmpty(xs ...string) string {
+	for _, x := range xs {
+		if strings.TrimSpace(x) != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func capString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"sort"
+	"time"
+)
+
+// Experience is the derived evidence of one (domain, intent): every folded
+// outcome (kept after its trace expires) and per-pattern and per-selector
+// counts. Only consolidation writes it; it is a pure function of the traces it
+// folded, so two copies merge by union of Evidence.
+type Experience struct {
+	Format        int                       `yaml:"format" json:"format"`
+	Domain        string                    `yaml:"domain" json:"domain"`
+	Intent        string                    `yaml:"intent" json:"intent"`
+	IntentKey     string                    `yaml:"intent_key" json:"intent_key"`
+	TaskTypes     []string                  `yaml:"task_types,omitempty" json:"task_types,omitempty"`
+	Attempts      int                       `yaml:"attempts" json:"attempts"`
+	Successes     int                       `yaml:"successes" json:"successes"`
+	Failures      int                       `yaml:"failures" json:"failures"`
+	ByCategory    map[FailureCategory]int   `yaml:"by_category,omitempty" json:"by_category,omitempty"`
+	Patterns      map[string]*Counts        `yaml:"patterns,omitempty" json:"patterns,omitempty"`
+	Selectors     map[string]*SelectorStats `yaml:"selectors,omitempty" json:"selectors,omitempty"`
+	AvgSteps      float64                   `yaml:"avg_steps" json:"avg_steps"`
+	AvgDurationMs float64                   `yaml:"avg_duration_ms" json:"avg_duration_ms"`
+	LastSuccessAt time.Time                 `yaml:"last_success_at,omitempty" json:"last_success_at,omitempty"`
+	LastFailureAt time.Time                 `yaml:"last_failure_at,omitempty" json:"last_failure_at,omitempty"`
+	Evidence      []Evidence                `yaml:"evidence" json:"evidence"`
+}
+
+// Counts are successes and failures.
+type Counts struct {
+	OK   int `yaml:"ok" json:"ok"`
+	Fail int `yaml:"fail" json:"fail"`
+}
+
+// SelectorStats is one selector's own record.
+type SelectorStats struct {
+	OK       int       `yaml:"ok" json:"ok"`
+	Fail     int       `yaml:"fail" json:"fail"`
+	LastOK   time.Time `yaml:"last_ok,omitempty" json:"last_ok,omitempty"`
+	LastFail time.Time `yaml:"last_fail,omitempty" json:"last_fail,omitempty"`
+}
+
+// Folded reports whether the trace id is already part of x.
+func (x *Experience) Folded(id string) bool {
+	for i := range x.Evidence {
+		if x.Evidence[i].Trace == id {
+			return true
+		}
+	}
+	return false
+}
+
+// FoldedSet returns the trace ids folded into x.
+func (x *Experience) FoldedSet() map[string]bool {
+	m := make(map[string]bool, len(x.Evidence))
+	for _, e := range x.Evidence {
+		m[e.Trace] = true
+	}
+	return m
+}
+
+// Fold adds a trace to the experience. It is idempotent: a trace already
+// folded changes nothing and Fold returns false.
+func (x *Experience) Fold(t *Trace) bool {
+	if x.Folded(t.ID) {
+		return false
+	}
+	if x.Format == 0 {
+		x.Format = Format
+	}
+	if x.Domain == "" {
+		x.Domain, x.Intent, x.IntentKey = t.Domain, t.Intent, t.IntentKey
+	}
+	x.Evidence = append(x.Evidence, EvidenceOf(t))
+	sortEvidence(x.Evidence)
+	if t.TaskType != "" && !contains(x.TaskTypes, t.TaskType) {
+		x.TaskTypes = append(x.TaskTypes, t.TaskType)
+		sort.Strings(x.TaskTypes)
+	}
+	if x.Selectors == nil {
+		x.Selectors = map[string]*SelectorStats{}
+	}
+	for _, s := range t.Steps {
+		if s.Selector == "" || s.Action == "navigate" {
+			continue
+		}
+		st := x.Selectors[s.Selector]
+		if st == nil {
+			st = &SelectorStats{}
+			x.Selectors[s.Selector] = st
+		}
+		if s.OK {
+			st.OK++
+			if t.StartedAt.After(st.LastOK) {
+				st.LastOK = t.StartedAt.UTC()
+			}
+		} else {
+			st.Fail++
+			if t.StartedAt.After(st.LastFail) {
+				st.LastFail = t.StartedAt.UTC()
+			}
+		}
+	}
+	x.Recount()
+	return true
+}
+
+// Recount derives the totals from Evidence (and leaves Selectors, which only
+// Fold and Merge move).
+func (x *Experience) Recount() {
+	x.Attempts, x.Successes, x.Failures = 0, 0, 0
+	x.ByCategory = nil
+	x.Patterns = nil
+	x.LastSuccessAt, x.LastFailureAt = time.Time{}, time.Time{}
+	var steps, dur float64
+	for _, e := range x.Evidence {
+		x.Attempts++
+		steps += float64(e.Steps)
+		dur += float64(e.DurationMs)
+		if x.Patterns == nil {
+			x.Patterns = map[string]*Counts{}
+		}
+		pc := x.Patterns[e.URLPattern]
+		if pc == nil {
+			pc = &Counts{}
+			x.Patterns[e.URLPattern] = pc
+		}
+		if e.Outcome == Success {
+			x.Successes++
+			pc.OK++
+			if e.At.After(x.LastSuccessAt) {
+				x.LastSuccessAt = e.At
+			}
+		} else {
+			x.Failures++
+			pc.Fail++
+			if x.ByCategory == nil {
+				x.ByCategory = map[FailureCategory]int{}
+			}
+			x.ByCategory[e.Category]++
+			if e.At.After(x.LastFailureAt) {
+				x.LastFailureAt = e.At
+			}
+		}
+	}
+	if x.Attempts > 0 {
+		x.AvgSteps = round2(steps / float64(x.Attempts))
+		x.AvgDurationMs = round2(dur / float64(x.Attempts))
+	}
+}
+
+// URLPatterns returns the patterns seen, most successful first.
+func (x *Experience) URLPatterns() []string {
+	ps := make([]string, 0, len(x.Patterns))
+	for p := range x.Patterns {
+		if p != "" {
+			ps = append(ps, p)
+		}
+	}
+	sort.Slice(ps, func(i, j int) bool {
+		a, b := x.Patterns[ps[i]], x.Patterns[ps[j]]
+		if a.OK != b.OK {
+			return a.OK > b.OK
+		}
+		return ps[i] < ps[j]
+	})
+	return ps
+}
+
+func sortEvidence(ev []Evidence) {
+	sort.SliceStable(ev, func(i, j int) bool {
+		if !ev[i].At.Equal(ev[j].At) {
+			return ev[i].At.Before(ev[j].At)
+		}
+		return ev[i].Trace < ev[j].Trace
+	})
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// ErrBadTrace is returned for trace JSON that cannot be read.
+var ErrBadTrace = errors.New("bad trace")
+
+// TraceInput is what a caller hands to Save: the seed's ExecutionTrace fields
+// plus pem's own. Keys may be snake_case or camelCase; unknown keys are errors.
+type TraceInput struct {
+	TaskType          string            `json:"task_type"`
+	Intent            string            `json:"intent"`
+	Task              string            `json:"task"`
+	URL               string            `json:"url"`
+	Steps             []StepInput       `json:"steps"`
+	Outcome           string            `json:"outcome"`
+	Timestamp         *time.Time        `json:"timestamp"`
+	StartedAt         *time.Time        `json:"started_at"`
+	ExtractionResults map[string]any    `json:"extraction_results"`
+	Answer            string            `json:"answer"`
+	FinalPageURL      string            `json:"final_page_url"`
+	FinalPageTitle    string            `json:"final_page_title"`
+	ErrorMessage      string            `json:"error_message"`
+	DurationMs        int64             `json:"duration_ms"`
+	Session           string            `json:"session"`
+	FailureCategory   string            `json:"failure_category"`
+	HTTPStatus        int               `json:"http_status"`
+	PlannerCalls      int               `json:"planner_calls"`
+	Tier              string            `json:"tier"`
+	Params            []string          `json:"params"`
+	Writer            string            `json:"writer"`
+	Metadata          map[string]string `json:"metadata"`
+}
+
+// StepInput is one step as callers send it.
+type StepInput struct {
+	Seq        int      `json:"seq"`
+	Action     string   `json:"action"`
+	Selector   string   `json:"selector"`
+	Fallbacks  []string `json:"fallbacks"`
+	Value      string   `json:"value"`
+	Param      string   `json:"param"`
+	URL        string   `json:"url"`
+	Result     any      `json:"result"`
+	OK         *bool    `json:"ok"`
+	Success    *bool    `json:"success"`
+	Error      string   `json:"error"`
+	ErrorKind  string   `json:"error_kind"`
+	HTTPStatus int      `json:"http_status"`
+	DurationMs int64    `json:"duration_ms"`
+	Sensitive  bool     `json:"sensitive"` // the value is a secret: never stored
+}
+
+// Caps on input, checked before anything is written.
+const (
+	MaxTraceBytes = 2 << 20
+	MaxSteps      = 500
+	MaxValue      = 16 << 10
+)
+
+// ParseTraceInput reads trace JSON. Empty input (or "null") is an empty trace.
+func ParseTraceInput(data []byte) (*TraceInput, error) {
+	data = bytes.TrimSpace(data)
+	in := &TraceInput{}
+	if len(data) == 0 || string(data) == "null" || string(data) == "{}" {
+		return in, nil
+	}
+	if len(data) > MaxTraceBytes {
+		return nil, fmt.Errorf("%w: %d bytes is over the %d-byte cap: save fewer steps or shorter values", ErrBadTrace, len(data), MaxTraceBytes)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%w: not a JSON object: %v", ErrBadTrace, err)
+	}
+	norm, err := snakeKeys(raw, "trace")
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := norm["steps"]; ok {
+		var steps []map[string]json.RawMessage
+		if err := json.Unmarshal(s, &steps); err != nil {
+			return nil, fmt.Errorf("%w: steps must be a list of objects: %v", ErrBadTrace, err)
+		}
+		if len(steps) > MaxSteps {
+			return nil, fmt.Errorf("%w: %d steps is over the cap of %d", ErrBadTrace, len(steps), MaxSteps)
+		}
+		fixed := make([]map[string]json.RawMessage, len(steps))
+		for i, st := range steps {
+			if fixed[i], err = snakeKeys(st, fmt.Sprintf("steps[%d]", i)); err != nil {
+				return nil, err
+			}
+		}
+		norm["steps"], _ = json.Marshal(fixed)
+	}
+	b, _ := json.Marshal(norm)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(in); err != nil {
+		return nil, fmt.Errorf("%w: %v (fields: task_type, intent, url, steps[{action, selector, value, result, duration_ms}], outcome, timestamp, extraction_results, final_page_url, final_page_title, error_message, duration_ms, session)", ErrBadTrace, err)
+	}
+	for i, s := range in.Steps {
+		if s.Action == "" {
+			return nil, fmt.Errorf("%w: steps[%d] has no action", ErrBadTrace, i)
+		}
+		if len(s.Value) > MaxValue || len(s.Selector) > MaxValue {
+			return nil, fmt.Errorf("%w: steps[%d] value or selector is over %d bytes", ErrBadTrace, i, MaxValue)
+		}
+	}
+	return in, nil
+}
+
+// snakeKeys rewrites camelCase keys to snake_case, refusing two spellings of one key.
+func snakeKeys(m map[string]json.RawMessage, where string) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(m))
+	from := map[string]string{}
+	for k, v := range m {
+		s := snake(k)
+		if prev, dup := from[s]; dup {
+			return nil, fmt.Errorf("%w: %s: keys %q and %q are the same field", ErrBadTrace, where, prev, k)
+		}
+		from[s] = k
+		out[s] = v
+	}
+	return out, nil
+}
+
+// snake converts camelCase to snake_case ("finalPageURL" → "final_page_url").
+func snake(s string) string {
+	var b strings.Builder
+	rs := []rune(s)
+	for i, r := range rs {
+		if unicode.IsUpper(r) {
+			if i > 0 && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) && rs[i-1] != '_' {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToLower(r))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func resultString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}

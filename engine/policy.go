@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"fmt"
+)
+
+// Policy holds every threshold of pem; a tree overrides any of them in pem.yaml.
+// DefaultPolicy is the one place their default values are written.
+type Policy struct {
+	TTLDays      int     `yaml:"ttl_days" json:"ttl_days"`
+	HalfLifeDays float64 `yaml:"half_life_days" json:"half_life_days"`
+
+	// Tier bounds on confidence.
+	P1 float64 `yaml:"p1" json:"p1"` // replay directly
+	P2 float64 `yaml:"p2" json:"p2"` // verify, then replay
+	P3 float64 `yaml:"p3" json:"p3"` // hints
+
+	// Promotion.
+	CandidateConfidence float64 `yaml:"candidate_confidence" json:"candidate_confidence"`
+	CandidateSuccesses  int     `yaml:"candidate_successes" json:"candidate_successes"`
+	VerifiedConfidence  float64 `yaml:"verified_confidence" json:"verified_confidence"`
+	VerifiedSuccesses   int     `yaml:"verified_successes" json:"verified_successes"`
+	VerifiedLastN       int     `yaml:"verified_last_n" json:"verified_last_n"`
+	VerifiedSessions    int     `yaml:"verified_sessions" json:"verified_sessions"`
+	ContestBelow        float64 `yaml:"contest_below" json:"contest_below"`
+	AnswerSessions      int     `yaml:"answer_sessions" json:"answer_sessions"`
+
+	// Failure weights by kind: the route's own fault, the environment's.
+	RouteFailureWeight       float64 `yaml:"route_failure_weight" json:"route_failure_weight"`
+	EnvironmentFailureWeight float64 `yaml:"environment_failure_weight" json:"environment_failure_weight"`
+
+	MemoryMaxChars int `yaml:"memory_max_chars" json:"memory_max_chars"`
+}
+
+// DefaultPolicy returns the thresholds of DESIGN §4.
+func DefaultPolicy() Policy {
+	return Policy{
+		TTLDays:                  30,
+		HalfLifeDays:             30,
+		P1:                       0.85,
+		P2:                       0.60,
+		P3:                       0.40,
+		CandidateConfidence:      0.60,
+		CandidateSuccesses:       2,
+		VerifiedConfidence:       0.85,
+		VerifiedSuccesses:        5,
+		VerifiedLastN:            3,
+		VerifiedSessions:         2,
+		ContestBelow:             0.60,
+		AnswerSessions:           2,
+		RouteFailureWeight:       1.0,
+		EnvironmentFailureWeight: 0.25,
+		MemoryMaxChars:           2000,
+	}
+}
+
+// Validate reports the first setting that makes no sense, naming it.
+func (p Policy) Validate() error {
+	bad := func(name string, v any) error {
+		return fmt.Errorf("pem.yaml: %s = %v is out of range: fix or remove it to use the default", name, v)
+	}
+	switch {
+	case p.TTLDays < 1:
+		return bad("ttl_days", p.TTLDays)
+	case p.HalfLifeDays <= 0:
+		return bad("half_life_days", p.HalfLifeDays)
+	case !(p.P3 > 0 && p.P3 < p.P2 && p.P2 < p.P1 && p.P1 <= 1):
+		return fmt.Errorf("pem.yaml: tier bounds must satisfy 0 < p3 < p2 < p1 <= 1 (have p3=%v p2=%v p1=%v)", p.P3, p.P2, p.P1)
+	case p.CandidateConfidence <= 0 || p.CandidateConfidence > 1:
+		return bad("candidate_confidence", p.CandidateConfidence)
+	case p.VerifiedConfidence < p.CandidateConfidence || p.VerifiedConfidence > 1:
+		return bad("verified_confidence", p.VerifiedConfidence)
+	case p.CandidateSuccesses < 1:
+		return bad("candidate_successes", p.CandidateSuccesses)
+	case p.VerifiedSuccesses < p.CandidateSuccesses:
+		return bad("verified_successes", p.VerifiedSuccesses)
+	case p.VerifiedLastN < 0:
+		return bad("verified_last_n", p.VerifiedLastN)
+	case p.VerifiedSessions < 1:
+		return bad("verified_sessions", p.VerifiedSessions)
+	case p.ContestBelow <= 0 || p.ContestBelow > p.VerifiedConfidence:
+		return bad("contest_below", p.ContestBelow)
+	case p.AnswerSessions < 1:
+		return bad("answer_sessions", p.AnswerSessions)
+	case p.RouteFailureWeight < 0 || p.EnvironmentFailureWeight < 0:
+		return bad("failure weights", fmt.Sprint(p.RouteFailureWeight, p.EnvironmentFailureWeight))
+	case p.MemoryMaxChars < 200:
+		return bad("memory_max_chars", p.MemoryMaxChars)
+	}
+	return nil
+}
+
+// FailureWeight is how much one failure of category c counts against the route.
+// Gates count 0: they become blockers instead.
+func (p Policy) FailureWeight(c FailureCategory) float64 {
+	switch {
+	case c.IsGate():
+		return 0
+	case c == Network:
+		return p.EnvironmentFailureWeight
+	default:
+		return p.RouteFailureWeight
+	}
+}
+
+// Config is pem.yaml: the tree's format and its policy overrides. Fields left
+// out keep DefaultPolicy's values.
+type Config struct {
+	Format    int       `yaml:"format"`
+	Policy    Policy    `yaml:"policy"`
+	Schedules Schedules `yaml:"schedules,omitempty"`
+}
+
+// Schedules are the cron specs pem serve uses when no flag overrides them.
+type Schedules struct {
+	Consolidate string `yaml:"consolidate,omitempty"`
+	DeepLearn   string `yaml:"deep_learn,omitempty"`
+}
+
+// DefaultConfig is the pem.yaml that pem init writes.
+func DefaultConfig() Config {
+	return Config{Format: Format, Policy: DefaultPolicy(), Schedules: Schedules{Consolidate: "@hourly", DeepLearn: "0 3 * * *"}}
+}

@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"golang.org/x/net/idna"
+)
+
+// ErrBadURL is returned for a URL pem cannot key knowledge on: unparsable, not
+// http(s), or without a host.
+var ErrBadURL = errors.New("bad URL")
+
+// trackingParams are query keys that never change what a page shows.
+var trackingParams = map[string]bool{
+	"ref": true, "ref_src": true, "ref_url": true, "fbclid": true, "gclid": true, "dclid": true,
+	"gbraid": true, "wbraid": true, "msclkid": true, "mc_cid": true, "mc_eid": true, "igshid": true,
+	"yclid": true, "_ga": true, "_gl": true, "spm": true, "si": true, "pf_rd_p": true, "pf_rd_r": true,
+	"pd_rd_r": true, "pd_rd_w": true, "pd_rd_wg": true, "psc": true, "smid": true, "tag": true,
+	"linkcode": true, "campaign": true, "trk": true, "source": true,
+}
+
+// trackingSegment matches tracking path segments such as Amazon's "/ref=sr_1_1".
+var trackingSegment = regexp.MustCompile(`^ref=[^/]*$`)
+
+func isTrackingParam(k string) bool {
+	k = strings.ToLower(k)
+	return trackingParams[k] || strings.HasPrefix(k, "utm_")
+}
+
+// NormalizedURL is a URL reduced to what identifies the page.
+type NormalizedURL struct {
+	URL    string // canonical form: https://domain/path?sorted=query (scheme kept)
+	Domain string // lower-case ASCII host without "www." and port
+	Path   string // escaped path, no trailing slash except the root "/"
+	Query  url.Values
+}
+
+// NormalizeURL canonicalizes raw: lower-case host, "www." stripped, IDNA to
+// punycode, default port dropped, fragment and tracking parameters and tracking
+// path segments dropped, remaining query keys sorted. It is idempotent. A URL
+// without a scheme is read as https.
+func NormalizeURL(raw string) (NormalizedURL, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return NormalizedURL{}, fmt.Errorf("%w: empty URL: give a full URL such as https://example.com/page", ErrBadURL)
+	}
+	if len(raw) > 8192 {
+		return NormalizedURL{}, fmt.Errorf("%w: URL longer than 8192 bytes", ErrBadURL)
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "https://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return NormalizedURL{}, fmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return NormalizedURL{}, fmt.Errorf("%w: %q: scheme %q is not http or https", ErrBadURL, raw, u.Scheme)
+	}
+	domain, err := NormalizeDomain(u.Hostname())
+	if err != nil {
+		return NormalizedURL{}, fmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
+	}
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	host := domain
+	if port != "" {
+		host = net.JoinHostPort(domain, port)
+	}
+
+	var segs []string
+	for _, s := range strings.Split(u.EscapedPath(), "/") {
+		if s == "" || s == "." || trackingSegment.MatchString(s) {
+			continue
+		}
+		if s == ".." {
+			if len(segs) > 0 {
+				segs = segs[:len(segs)-1]
+			}
+			continue
+		}
+		segs = append(segs, s)
+	}
+	path := "/" + strings.Join(segs, "/")
+
+	q := url.Values{}
+	for k, vs := range u.Query() {
+		if isTrackingParam(k) {
+			continue
+		}
+		q[k] = vs
+	}
+	n := NormalizedURL{Domain: domain, Path: path, Query: q}
+	n.URL = scheme + "://" + host + path
+	if enc := q.Encode(); enc != "" {
+		n.URL += "?" + enc
+	}
+	return n, nil
+}
+
+// NormalizeDomain lower-cases a host name, converts it to punycode (IDNA), and
+// strips a leading "www.". The result is one safe path segment.
+func NormalizeDomain(host string) (string, error) {
+	host = strings.TrimSuffix(strings.TrimSpace(host), ".")
+	if host == "" {
+		return "", errors.New("the URL has no host")
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.To4() == nil {
+			return "", errors.New("IPv6 hosts are not supported as knowledge domains")
+		}
+		return ip.String(), nil
+	}
+	a, err := idna.Lookup.ToASCII(strings.ToLower(host))
+	if err != nil {
+		return "", fmt.Errorf("host %q is not a valid domain name: %v", host, err)
+	}
+	a = strings.TrimPrefix(a, "www.")
+	if a == "" || len(a) > 253 || strings.ContainsAny(a, "/\\:") || a == "." || a == ".." {
+		return "", fmt.Errorf("host %q is not a valid domain name", host)
+	}
+	return a, nil
+}
+
+// idSegment matches a path segment that names one item rather than a kind of
+// page: numbers, hashes, UUIDs, product codes like B0012345, and slugs that
+// end in a number.
+var (
+	digitsRe = regexp.MustCompile(`^\d+$`)
+	hexRe    = regexp.MustCompile(`^[0-9a-fA-F]{7,}$`)
+	uuidRe   = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	codeRe   = regexp.MustCompile(`^[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*$`)
+)
+
+func isIDSegment(s string) bool {
+	if digitsRe.MatchString(s) || uuidRe.MatchString(s) {
+		return true
+	}
+	if hexRe.MatchString(s) && strings.ContainsAny(s, "0123456789") {
+		return true
+	}
+	// A code mixing letters and at least three digits, such as B0012345 or
+	// item-48213; "v2" or "h1" stay literal.
+	if codeRe.MatchString(s) {
+		n := 0
+		for _, r := range s {
+			if r >= '0' && r <= '9' {
+				n++
+			}
+		}
+		return n >= 3
+	}
+	return false
+}
+
+// Pattern turns a normalized URL into the pattern that knowledge is kept under:
+// ID-like path segments become "*", query values become "*" with the keys kept
+// (sorted), and the root stays "/". The pattern has no scheme or host.
+func Pattern(n NormalizedURL) string {
+	segs := splitPath(n.Path)
+	for i, s := range segs {
+		if isIDSegment(s) {
+			segs[i] = "*"
+		}
+	}
+	p := "/" + strings.Join(segs, "/")
+	if len(n.Query) > 0 {
+		keys := make([]string, 0, len(n.Query))
+		for k := range n.Query {
+			keys = append(keys, url.QueryEscape(k)+"=*")
+		}
+		sort.Strings(keys)
+		p += "?" + strings.Join(keys, "&")
+	}
+	return p
+}
+
+func splitPath(p string) []string {
+	var segs []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			segs = append(segs, s)
+		}
+	}
+	return segs
+}
+
+// Specificity ranks how well a pattern matches a URL: more literal path segments
+// first, then more pinned query keys. A zero Specificity with ok=false is no match.
+type Specificity struct {
+	Literals  int
+	QueryKeys int
+	Length    int
+}
+
+// Less reports whether s ranks below o.
+func (s Specificity) Less(o Specificity) bool {
+	if s.Literals != o.Literals {
+		return s.Literals < o.Literals
+	}
+	if s.QueryKeys != o.QueryKeys {
+		return s.QueryKeys < o.QueryKeys
+	}
+	return s.Length < o.Length
+}
+
+// MatchPattern reports whether pattern (as made by Pattern) covers n, and how
+// specifically. Path segments must match one for one ("*" matches any one
+// segment; a trailing "**" matches the rest); every query key of the pattern
+// must be present in the URL (a literal value must be equal).
+func MatchPattern(pattern string, n NormalizedURL) (Specificity, bool) {
+	pp, pq, _ := strings.Cut(pattern, "?")
+	psegs := splitPath(pp)
+	usegs := splitPath(n.Path)
+	var sp Specificity
+	for i, ps := range psegs {
+		if ps == "**" && i == len(psegs)-1 {
+			sp.Length = len(psegs)
+			goto query
+		}
+		if i >= len(usegs) {
+			return Specificity{}, false
+		}
+		if ps == "*" {
+			continue
+		}
+		if ps != usegs[i] {
+			return Specificity{}, false
+		}
+		sp.Literals++
+	}
+	if len(usegs) != len(psegs) {
+		return Specificity{}, false
+	}
+	sp.Length = len(psegs)
+query:
+	if pq != "" {
+		for _, kv := range strings.Split(pq, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			k, _ = url.QueryUnescape(k)
+			vals, ok := n.Query[k]
+			if !ok {
+				return Specificity{}, false
+			}
+			if v != "*" && v != "" {
+				uv, _ := url.QueryUnescape(v)
+				if len(vals) == 0 || vals[0] != uv {
+					return Specificity{}, false
+				}
+				sp.Literals++
+			}
+			sp.QueryKeys++
+		}
+	}
+	return sp, true
+}
