@@ -1,0 +1,323 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pemdev/pem/agent"
+)
+
+// Config configures a model planner. Zero fields take defaults.
+type Config struct {
+	BaseURL    string        // PEM_LLM_BASE_URL; OpenAI: https://api.openai.com/v1, Anthropic: https://api.anthropic.com
+	Model      string        // PEM_LLM_MODEL
+	APIKey     string        // PEM_LLM_API_KEY (Anthropic also ANTHROPIC_API_KEY, OpenAI also OPENAI_API_KEY)
+	Timeout    time.Duration // per request; default 60 s
+	MaxRetries int           // on 429 and 5xx; default 3
+	MaxTokens  int           // Anthropic max_tokens; default 1024
+	HTTP       *http.Client
+	// Sleep waits between retries; nil means a real, ctx-aware sleep. Tests
+	// inject one to observe Retry-After without waiting.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// FromEnv fills cfg's empty fields from the PEM_LLM_* environment variables.
+func FromEnv(cfg Config, fallbackKeyVar string) Config {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv("PEM_LLM_BASE_URL")
+	}
+	if cfg.Model == "" {
+		cfg.Model = os.Getenv("PEM_LLM_MODEL")
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("PEM_LLM_API_KEY")
+	}
+	if cfg.APIKey == "" && fallbackKeyVar != "" {
+		cfg.APIKey = os.Getenv(fallbackKeyVar)
+	}
+	return cfg
+}
+
+func (c *Config) defaults(base string) {
+	if c.BaseURL == "" {
+		c.BaseURL = base
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.Timeout == 0 {
+		c.Timeout = 60 * time.Second
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = 3
+	}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = 1024
+	}
+	if c.HTTP == nil {
+		c.HTTP = &http.Client{}
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleepCtx
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// MaxRetryAfter caps how long a Retry-After header can make a planner wait.
+const MaxRetryAfter = 60 * time.Second
+
+// ErrAPI is wrapped by every error a model service answered with.
+var ErrAPI = errors.New("model API error")
+
+// post sends body to url as JSON and decodes the answer into out, retrying
+// 429 (honouring Retry-After) and 5xx with exponential backoff.
+func post(ctx context.Context, c *Config, url string, headers map[string]string, body, out any) error {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	backoff := 500 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, c.Timeout)
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(payload))
+		if err != nil {
+			cancel()
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := c.HTTP.Do(req)
+		if err != nil {
+			cancel()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if attempt < c.MaxRetries {
+				if err := c.Sleep(ctx, backoff); err != nil {
+					return err
+				}
+				backoff *= 2
+				continue
+			}
+			return fmt.Errorf("%w: POST %s: %v (check PEM_LLM_BASE_URL and that the server is up)", ErrAPI, url, err)
+		}
+		data, rerr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+		resp.Body.Close()
+		cancel()
+		if rerr != nil {
+			if attempt < c.MaxRetries {
+				if err := c.Sleep(ctx, backoff); err != nil {
+					return err
+				}
+				backoff *= 2
+				continue
+			}
+			return fmt.Errorf("%w: reading the answer of %s: %v", ErrAPI, url, rerr)
+		}
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+			if attempt >= c.MaxRetries {
+				return fmt.Errorf("%w: %s answered %d after %d tries: %s", ErrAPI, url, resp.StatusCode, attempt+1, snippet(data))
+			}
+			wait := backoff
+			if ra := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ra > 0 {
+				wait = ra
+			}
+			if err := c.Sleep(ctx, wait); err != nil {
+				return err
+			}
+			backoff *= 2
+			continue
+		case resp.StatusCode == 401 || resp.StatusCode == 403:
+			return fmt.Errorf("%w: %s answered %d: %s (set PEM_LLM_API_KEY to a valid key)", ErrAPI, url, resp.StatusCode, snippet(data))
+		case resp.StatusCode >= 400:
+			return fmt.Errorf("%w: %s answered %d: %s", ErrAPI, url, resp.StatusCode, snippet(data))
+		}
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("%w: malformed answer from %s: %v: %s", ErrAPI, url, err, snippet(data))
+		}
+		return nil
+	}
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date, capped.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	var d time.Duration
+	if s, err := strconv.ParseFloat(h, 64); err == nil {
+		d = time.Duration(s * float64(time.Second))
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = t.Sub(now)
+	}
+	if d < 0 {
+		return 0
+	}
+	return min(d, MaxRetryAfter)
+}
+
+func snippet(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// tool describes one agent tool to a model.
+type tool struct {
+	Name        string
+	Description string
+	Params      map[string]any // JSON schema properties
+	Required    []string
+}
+
+func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+func num(desc string) map[string]any { return map[string]any{"type": "integer", "description": desc} }
+
+var tools = []tool{
+	{"navigate", "Open a URL (absolute, or relative to the current page).", map[string]any{"url": str("the URL")}, []string{"url"}},
+	{"click", "Click the element a CSS selector finds.", map[string]any{"selector": str("CSS selector from the observation")}, []string{"selector"}},
+	{"type", "Type text into an input (clears it first). Write secrets as {{secret:NAME}}.", map[string]any{
+		"selector": str("CSS selector of the input"), "text": str("the text"),
+		"submit": map[string]any{"type": "boolean", "description": "press Enter afterwards"}}, []string{"selector", "text"}},
+	{"get_text", "Read the text of an element (empty selector: the whole page).", map[string]any{"selector": str("CSS selector, or empty")}, nil},
+	{"get_elements", "List elements a selector finds (empty: the interactive elements).", map[string]any{"selector": str("CSS selector, or empty"), "limit": num("at most this many")}, nil},
+	{"extract", "Read a labelled value (e.g. label \"Stars\") or an element's text.", map[string]any{"label": str("the value's label"), "selector": str("or a CSS selector")}, nil},
+	{"evaluate", "Run a JavaScript expression in the page and return its JSON result.", map[string]any{"script": str("the expression")}, []string{"script"}},
+	{"scroll", "Scroll the page by some pixels (negative: up).", map[string]any{"amount": num("pixels")}, nil},
+	{"wait", "Wait for a selector to appear, or for some milliseconds.", map[string]any{"selector": str("CSS selector, or empty"), "ms": num("milliseconds")}, nil},
+	{"screenshot", "Take a screenshot of the page.", map[string]any{}, nil},
+	{"done", "Finish the task with the answer read on the current page (empty answer: give up).", map[string]any{
+		"answer": str("the answer, as read on the page now"), "success": map[string]any{"type": "boolean"}}, []string{"answer"}},
+}
+
+func (t tool) schema() map[string]any {
+	s := map[string]any{"type": "object", "properties": t.Params}
+	if len(t.Required) > 0 {
+		s["required"] = t.Required
+	}
+	return s
+}
+
+// toAction turns a model's tool call into an agent action.
+func toAction(name string, args json.RawMessage) (agent.Action, error) {
+	var a struct {
+		URL, Selector, Text, Label, Script, Answer string
+		Submit                                     bool
+		Amount, MS, Limit                          int
+	}
+	if len(bytes.TrimSpace(args)) > 0 && string(bytes.TrimSpace(args)) != "null" {
+		if err := json.Unmarshal(args, &a); err != nil {
+			return agent.Action{}, fmt.Errorf("%w: arguments of tool %q are not a JSON object: %v", ErrAPI, name, err)
+		}
+	}
+	switch name {
+	case "navigate":
+		return agent.Action{Tool: name, Value: a.URL}, nil
+	case "click":
+		return agent.Action{Tool: name, Selector: a.Selector}, nil
+	case "type":
+		return agent.Action{Tool: name, Selector: a.Selector, Value: a.Text, Submit: a.Submit}, nil
+	case "get_text", "screenshot":
+		return agent.Action{Tool: name, Selector: a.Selector}, nil
+	case "get_elements":
+		return agent.Action{Tool: name, Selector: a.Selector, Amount: a.Limit}, nil
+	case "extract":
+		return agent.Action{Tool: name, Selector: a.Selector, Value: a.Label}, nil
+	case "evaluate":
+		return agent.Action{Tool: name, Value: a.Script}, nil
+	case "scroll":
+		return agent.Action{Tool: name, Amount: a.Amount}, nil
+	case "wait":
+		return agent.Action{Tool: name, Selector: a.Selector, Amount: a.MS}, nil
+	case "done":
+		return agent.Action{Tool: name, Value: a.Answer}, nil
+	}
+	return agent.Action{}, fmt.Errorf("%w: the model called an unknown tool %q", ErrAPI, name)
+}
+
+// systemPrompt is the standing instruction; the Memory section goes in the
+// user message, marked as data.
+const systemPrompt = `You are a browser agent. Each turn you see the task, what memory holds for it, the current page and the steps so far, and you call exactly one tool.
+Rules: use selectors from the observation; read answers on the current page in this run (memory is data to verify, never the answer itself); values that change (counts, statuses, "latest") must be read live; type secrets only as {{secret:NAME}}; call done with the answer as soon as the page shows it, or with an empty answer if the task cannot be done.`
+
+// userPrompt renders one turn's state.
+func userPrompt(s *agent.State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task: %s\n", s.Task)
+	if len(s.SecretNames) > 0 {
+		fmt.Fprintf(&b, "Secrets you may type: %s\n", placeholders(s.SecretNames))
+	}
+	fmt.Fprintf(&b, "Turn %d of %d.\n\n", s.Turn, s.MaxTurns)
+	if s.Memory != "" {
+		b.WriteString(s.Memory)
+		if !strings.HasSuffix(s.Memory, "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString("(end of memory)\n\n")
+	}
+	if len(s.History) > 0 {
+		b.WriteString("Steps so far:\n")
+		start := max(0, len(s.History)-12)
+		for i, t := range s.History[start:] {
+			line := fmt.Sprintf("%d. %s", start+i+1, t.Action.Tool)
+			if t.Action.Selector != "" {
+				line += " " + strconv.Quote(t.Action.Selector)
+			}
+			if t.Action.Tool == "navigate" && t.Action.Value != "" {
+				line += " " + strconv.Quote(t.Action.Value)
+			}
+			switch {
+			case t.Result.Error != "":
+				line += " → error: " + oneLine(t.Result.Error, 200)
+			case t.Result.LongTermMemory != "":
+				line += " → " + oneLine(t.Result.LongTermMemory, 200)
+			case t.Result.ExtractedContent != "":
+				line += " → " + oneLine(t.Result.ExtractedContent, 200)
+			}
+			b.WriteString(line + "\n")
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("Current page:\n")
+	b.WriteString(s.Observation)
+	return b.String()
+}
+
+func placeholders(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "{{secret:" + n + "}}"
+	}
+	return strings.Join(out, ", ")
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n]) + "…"
+	}
+	return s
+}

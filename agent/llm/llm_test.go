@@ -1,0 +1,307 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/agent"
+	"github.com/pemdev/pem/engine"
+)
+
+// server is a fake model service: it answers each request with the next
+// scripted reply and records what it was sent.
+type server struct {
+	t       *testing.T
+	mu      sync.Mutex
+	replies []reply
+	bodies  []map[string]any
+	headers []http.Header
+}
+
+type reply struct {
+	status int
+	header map[string]string
+	body   string
+	stall  time.Duration
+}
+
+func newServer(t *testing.T, replies ...reply) (*server, *httptest.Server) {
+	s := &server{t: t, replies: replies}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		if err := json.Unmarshal(data, &body); err != nil {
+			t.Errorf("request body is not JSON: %v", err)
+		}
+		s.mu.Lock()
+		s.bodies = append(s.bodies, body)
+		s.headers = append(s.headers, r.Header.Clone())
+		if len(s.replies) == 0 {
+			s.mu.Unlock()
+			t.Errorf("unexpected request %d to %s", len(s.bodies), r.URL.Path)
+			w.WriteHeader(500)
+			return
+		}
+		rp := s.replies[0]
+		s.replies = s.replies[1:]
+		s.mu.Unlock()
+		if rp.stall > 0 {
+			select {
+			case <-time.After(rp.stall):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		for k, v := range rp.header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rp.status)
+		io.WriteString(w, rp.body)
+	}))
+	t.Cleanup(hs.Close)
+	return s, hs
+}
+
+func (s *server) requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bodies)
+}
+
+func state() *agent.State {
+	return &agent.State{
+		Task:        "sign in as demo with {{secret:demo_password}} and read the stars",
+		Memory:      "## Memory\n- P3, confidence 0.50\n",
+		Tier:        engine.P3,
+		URL:         "http://127.0.0.1/acme/widgets",
+		Observation: "URL: http://127.0.0.1/acme/widgets\nElements:\n  a#issues \"Issues 12\"\n",
+		Turn:        1, MaxTurns: 25,
+		SecretNames: []string{"demo_password"},
+		History: []agent.Turn{{Action: agent.Action{Tool: "navigate", Value: "http://127.0.0.1/"},
+			Result: agent.ToolResult{LongTermMemory: "opened the home page"}}},
+	}
+}
+
+// recordSleep replaces real waiting, recording each wait.
+type recordSleep struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (r *recordSleep) sleep(ctx context.Context, d time.Duration) error {
+	r.mu.Lock()
+	r.waits = append(r.waits, d)
+	r.mu.Unlock()
+	return ctx.Err()
+}
+
+const oaToolCallBody = `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"click","arguments":"{\"selector\":\"a#issues\"}"}}]}}]}`
+
+const anToolUseBody = `{"id":"msg_1","type":"message","role":"assistant","model":"m","stop_reason":"tool_use","content":[{"type":"text","text":"I will open the issues."},{"type":"tool_use","id":"toolu_1","name":"type","input":{"selector":"#password","text":"{{secret:demo_password}}","submit":true}}]}`
+
+func TestOpenAIToolCall(t *testing.T) {
+	srv, hs := newServer(t, reply{status: 200, body: oaToolCallBody})
+	p, err := NewOpenAI(Config{BaseURL: hs.URL + "/v1", Model: "m", APIKey: "k-123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Next(context.Background(), state())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Tool != "click" || a.Selector != "a#issues" {
+		t.Fatalf("action = %+v, want click a#issues", a)
+	}
+	body, h := srv.bodies[0], srv.headers[0]
+	if got := h.Get("Authorization"); got != "Bearer k-123" {
+		t.Errorf("Authorization = %q", got)
+	}
+	if body["model"] != "m" || body["tool_choice"] != "required" {
+		t.Errorf("model/tool_choice = %v/%v", body["model"], body["tool_choice"])
+	}
+	tools := body["tools"].([]any)
+	if len(tools) != len(agent.ToolNames) {
+		t.Errorf("sent %d tools, want one per agent tool (%d)", len(tools), len(agent.ToolNames))
+	}
+	msgs := body["messages"].([]any)
+	user := msgs[1].(map[string]any)["content"].(string)
+	for _, want := range []string{"Task: sign in", "## Memory", "(end of memory)", "a#issues", "{{secret:demo_password}}", "opened the home page"} {
+		if !strings.Contains(user, want) {
+			t.Errorf("user message lacks %q:\n%s", want, user)
+		}
+	}
+}
+
+func TestAnthropicToolUse(t *testing.T) {
+	srv, hs := newServer(t, reply{status: 200, body: anToolUseBody})
+	p, err := NewAnthropic(Config{BaseURL: hs.URL, Model: "claude-x", APIKey: "sk-ant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Next(context.Background(), state())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Tool != "type" || a.Selector != "#password" || a.Value != "{{secret:demo_password}}" || !a.Submit {
+		t.Fatalf("action = %+v", a)
+	}
+	h := srv.headers[0]
+	if h.Get("x-api-key") != "sk-ant" || h.Get("anthropic-version") != AnthropicVersion {
+		t.Errorf("headers = %v", h)
+	}
+	body := srv.bodies[0]
+	if body["system"] == nil || body["max_tokens"] == nil {
+		t.Errorf("body lacks system/max_tokens: %v", body)
+	}
+	if tc := body["tool_choice"].(map[string]any); tc["type"] != "any" {
+		t.Errorf("tool_choice = %v", tc)
+	}
+	first := body["tools"].([]any)[0].(map[string]any)
+	if first["input_schema"] == nil {
+		t.Errorf("tool without input_schema: %v", first)
+	}
+}
+
+func TestRetryAfter429ThenSuccess(t *testing.T) {
+	for _, kind := range []string{"openai", "anthropic"} {
+		t.Run(kind, func(t *testing.T) {
+			ok := oaToolCallBody
+			if kind == "anthropic" {
+				ok = anToolUseBody
+			}
+			srv, hs := newServer(t,
+				reply{status: 429, header: map[string]string{"Retry-After": "7"}, body: `{"error":{"message":"rate limited"}}`},
+				reply{status: 503, body: `upstream down`},
+				reply{status: 200, body: ok})
+			rs := &recordSleep{}
+			p := newPlanner(t, kind, Config{BaseURL: hs.URL, Model: "m", APIKey: "k", Sleep: rs.sleep})
+			if _, err := p.Next(context.Background(), state()); err != nil {
+				t.Fatal(err)
+			}
+			if srv.requests() != 3 {
+				t.Fatalf("requests = %d, want 3", srv.requests())
+			}
+			if len(rs.waits) != 2 || rs.waits[0] != 7*time.Second {
+				t.Fatalf("waits = %v, want [7s backoff]", rs.waits)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		replies []reply
+		want    string
+	}{
+		{"malformed JSON", []reply{{status: 200, body: `{"choices": [`}}, "malformed answer"},
+		{"no choices", []reply{{status: 200, body: `{"choices": []}`}}, "no choices"},
+		{"bad tool args", []reply{{status: 200, body: `{"choices":[{"message":{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"click","arguments":"{not json"}}]}}]}`}}, "not a JSON object"},
+		{"unknown tool", []reply{{status: 200, body: `{"choices":[{"message":{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"rm_rf","arguments":"{}"}}]}}]}`}}, "unknown tool"},
+		{"401", []reply{{status: 401, body: `{"error":{"message":"bad key"}}`}}, "PEM_LLM_API_KEY"},
+		{"400", []reply{{status: 400, body: `{"error":{"message":"bad request"}}`}}, "answered 400"},
+		{"500 forever", []reply{{status: 500, body: "x"}, {status: 500, body: "x"}, {status: 500, body: "x"}, {status: 500, body: "x"}}, "after 4 tries"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, hs := newServer(t, c.replies...)
+			rs := &recordSleep{}
+			p := newPlanner(t, "openai", Config{BaseURL: hs.URL, Model: "m", Sleep: rs.sleep})
+			_, err := p.Next(context.Background(), state())
+			if err == nil || !errors.Is(err, ErrAPI) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want ErrAPI containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	_, hs := newServer(t, reply{status: 200, body: oaToolCallBody, stall: 5 * time.Second}, reply{status: 200, body: oaToolCallBody, stall: 5 * time.Second})
+	rs := &recordSleep{}
+	p := newPlanner(t, "openai", Config{BaseURL: hs.URL, Model: "m", Timeout: 50 * time.Millisecond, MaxRetries: 1, Sleep: rs.sleep})
+	_, err := p.Next(context.Background(), state())
+	if err == nil || !errors.Is(err, ErrAPI) {
+		t.Fatalf("err = %v, want a timeout error", err)
+	}
+}
+
+func TestCancelStopsRetries(t *testing.T) {
+	_, hs := newServer(t, reply{status: 429, header: map[string]string{"Retry-After": "30"}, body: "{}"})
+	p := newPlanner(t, "openai", Config{BaseURL: hs.URL, Model: "m"}) // real sleep
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := p.Next(ctx, state())
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the context's deadline", err)
+	}
+}
+
+func TestProseAnswerIsDone(t *testing.T) {
+	_, hs := newServer(t, reply{status: 200, body: `{"type":"message","content":[{"type":"text","text":"1,234 stars"}]}`})
+	p := newPlanner(t, "anthropic", Config{BaseURL: hs.URL, Model: "m", APIKey: "k"})
+	a, err := p.Next(context.Background(), state())
+	if err != nil || a.Tool != "done" || a.Value != "1,234 stars" {
+		t.Fatalf("got %+v, %v", a, err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Setenv("PEM_LLM_MODEL", "")
+	t.Setenv("PEM_LLM_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	if _, err := NewOpenAI(Config{}); err == nil || !strings.Contains(err.Error(), "PEM_LLM_MODEL") {
+		t.Errorf("openai without model: %v", err)
+	}
+	if _, err := NewAnthropic(Config{Model: "m"}); err == nil || !strings.Contains(err.Error(), "API key") {
+		t.Errorf("anthropic without key: %v", err)
+	}
+	t.Setenv("PEM_LLM_MODEL", "env-model")
+	t.Setenv("PEM_LLM_BASE_URL", "http://127.0.0.1:9/v1/")
+	p, err := NewOpenAI(Config{})
+	if err != nil || p.cfg.Model != "env-model" || p.cfg.BaseURL != "http://127.0.0.1:9/v1" {
+		t.Errorf("env config: %+v, %v", p, err)
+	}
+}
+
+func TestRetryAfterParse(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	cases := map[string]time.Duration{
+		"":                              0,
+		"3":                             3 * time.Second,
+		"0.5":                           500 * time.Millisecond,
+		"999":                           MaxRetryAfter,
+		"Mon, 30 Nov 2026 12:00:10 GMT": 10 * time.Second,
+		"Mon, 30 Nov 2026 11:00:00 GMT": 0,
+		"soon":                          0,
+	}
+	for h, want := range cases {
+		if got := retryAfter(h, now); got != want {
+			t.Errorf("retryAfter(%q) = %v, want %v", h, got, want)
+		}
+	}
+}
+
+func newPlanner(t *testing.T, kind string, cfg Config) agent.Planner {
+	t.Helper()
+	var p agent.Planner
+	var err error
+	if kind == "anthropic" {
+		p, err = NewAnthropic(cfg)
+	} else {
+		cfg.BaseURL += "/v1"
+		p, err = NewOpenAI(cfg)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,99 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/pemdev/pem/agent"
+)
+
+// OpenAI plans with an OpenAI-compatible chat completions endpoint
+// (POST {base}/chat/completions with tools): OpenAI, vLLM, Ollama, LM Studio.
+type OpenAI struct{ cfg Config }
+
+var _ agent.Planner = (*OpenAI)(nil)
+
+// NewOpenAI returns an OpenAI-compatible planner. Model is required; the API
+// key may be empty for local servers.
+func NewOpenAI(cfg Config) (*OpenAI, error) {
+	cfg = FromEnv(cfg, "OPENAI_API_KEY")
+	cfg.defaults("https://api.openai.com/v1")
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("planner openai: no model: set PEM_LLM_MODEL (e.g. gpt-4o-mini, or llama3.1 for Ollama at PEM_LLM_BASE_URL=http://127.0.0.1:11434/v1)")
+	}
+	return &OpenAI{cfg: cfg}, nil
+}
+
+// Name implements agent.Planner.
+func (p *OpenAI) Name() string { return "openai" }
+
+type oaMessage struct {
+	Role      string       `json:"role"`
+	Content   string       `json:"content"`
+	ToolCalls []oaToolCall `json:"tool_calls,omitempty"`
+}
+
+type oaToolCall struct {
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type oaResponse struct {
+	Choices []struct {
+		Message      oaMessage `json:"message"`
+		FinishReason string    `json:"finish_reason"`
+	} `json:"choices"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Next implements agent.Planner: one chat completion, one tool call.
+func (p *OpenAI) Next(ctx context.Context, s *agent.State) (agent.Action, error) {
+	var defs []map[string]any
+	for _, t := range tools {
+		defs = append(defs, map[string]any{"type": "function", "function": map[string]any{
+			"name": t.Name, "description": t.Description, "parameters": t.schema()}})
+	}
+	body := map[string]any{
+		"model": p.cfg.Model,
+		"messages": []oaMessage{
+			{Role: "system", Content: systemPrompt},
+			{Role: "user", Content: userPrompt(s)},
+		},
+		"tools":       defs,
+		"tool_choice": "required",
+		"temperature": 0,
+	}
+	headers := map[string]string{}
+	if p.cfg.APIKey != "" {
+		headers["Authorization"] = "Bearer " + p.cfg.APIKey
+	}
+	var resp oaResponse
+	url := p.cfg.BaseURL + "/chat/completions"
+	if err := post(ctx, &p.cfg, url, headers, body, &resp); err != nil {
+		return agent.Action{}, err
+	}
+	if resp.Error != nil {
+		return agent.Action{}, fmt.Errorf("%w: %s: %s", ErrAPI, url, resp.Error.Message)
+	}
+	if len(resp.Choices) == 0 {
+		return agent.Action{}, fmt.Errorf("%w: malformed answer from %s: no choices", ErrAPI, url)
+	}
+	msg := resp.Choices[0].Message
+	if len(msg.ToolCalls) == 0 {
+		// Some servers ignore tool_choice and answer in prose: take it as the answer.
+		if c := strings.TrimSpace(msg.Content); c != "" {
+			return agent.Action{Tool: "done", Value: c}, nil
+		}
+		return agent.Action{}, fmt.Errorf("%w: %s answered without a tool call", ErrAPI, url)
+	}
+	fn := msg.ToolCalls[0].Function
+	return toAction(fn.Name, json.RawMessage(fn.Arguments))
+}
