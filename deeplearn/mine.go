@@ -99,8 +99,12 @@ func Mine(in Input) Proposal {
 	if n := len(f.InteractionHints); n > 0 {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("%d hint(s) from recoveries", n))
 	}
-	if n := len(f.Answers); n > 0 {
-		p.Reasons = append(p.Reasons, fmt.Sprintf("%d answer(s) agreed on by ≥ %d sessions", n, max(1, in.Policy.AnswerSessions)))
+	for _, a := range f.Answers {
+		if a.Value == "" {
+			p.Reasons = append(p.Reasons, "the answer changes between runs or is a count/status: volatile, read live, value not cached")
+		} else {
+			p.Reasons = append(p.Reasons, fmt.Sprintf("answer %q read alike by ≥ %d sessions (%s)", a.Value, max(1, in.Policy.AnswerSessions), a.Freshness))
+		}
 	}
 	for _, t := range traces {
 		f.Provenance.Traces = append(f.Provenance.Traces, t.ID)

@@ -115,7 +115,7 @@ func Report(ps []Proposal, now time.Time) string {
 		}
 	}
 	fmt.Fprintf(&b, "# pem deep-learn — %s\n\n", now.UTC().Format("2006-01-02"))
-	fmt.Fprintf(&b, "%d entries mined, %d with proposed changes. Proposals are at most `candidate`; verified entries are never edited (a change is a new revision that supersedes them).\n", len(ps), changed)
+	fmt.Fprintf(&b, "%s mined, %d with proposed changes. Proposals are at most `candidate`; verified entries are never edited (a change is a new revision that supersedes them).\n", plural(len(ps), "entry"), changed)
 	for _, p := range ps {
 		if !p.Changed && len(p.Flagged) == 0 {
 			continue

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/pemdev/pem/deeplearn"
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/engine/mcp"
+	"github.com/pemdev/pem/store"
+)
+
+func init() {
+	register(newDeepLearnCmd)
+	registerSub("experience", newExperienceDeepLearnCmd)
+	mcpDeepLearn = func(_ *cli.Context, e *engine.Engine) mcp.DeepLearnFunc {
+		return func(ctx context.Context, url, intent string, force bool) (any, error) {
+			return deeplearn.Entry(ctx, e, url, intent, force)
+		}
+	}
+}
+
+func newDeepLearnCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "deep-learn",
+		Usage: "mine traces into facts proposals, committed on a review branch with a Markdown report",
+		Description: "Mines every (domain, intent) with traces: the route most successful runs took (values that vary\n" +
+			"become parameters), selectors ranked by stability, anti-patterns, blockers, hints from recoveries,\n" +
+			"the extraction query and answers with freshness. Proposals are at most candidate; a verified entry\n" +
+			"is never edited — a change is a new revision that supersedes it. The proposals are committed on the\n" +
+			"branch pem/deep-learn/<date> (or --branch) without touching your branch, index or files; the report\n" +
+			"(the pull request body) is printed on stdout. --apply writes and commits them on the current branch.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "domain", Usage: "mine only this `DOMAIN`"},
+			&cli.StringFlag{Name: "intent", Usage: "mine only this intent (`TEXT` or key)"},
+			&cli.StringFlag{Name: "branch", Usage: "the review branch `NAME` (default pem/deep-learn/<date>)"},
+			&cli.BoolFlag{Name: "apply", Usage: "write the proposals onto the current branch and commit them"},
+			&cli.StringFlag{Name: "now", Usage: "the time to mine at, RFC 3339 (default: now)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("deep-learn takes no arguments (got %q): use --domain and --intent", c.Args().First())
+			}
+			now := time.Now().UTC()
+			if s := c.String("now"); s != "" {
+				t, err := time.Parse(time.RFC3339, s)
+				if err != nil {
+					return usagef("--now %q: want an RFC 3339 time such as 2026-11-30T12:00:00Z", s)
+				}
+				now = t.UTC()
+			}
+			st, err := openStore(c)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			out, err := deepLearn(c.Context, st, deeplearn.Filter{Domain: c.String("domain"), Intent: c.String("intent")},
+				c.String("branch"), c.Bool("apply"), now, c.App.ErrWriter)
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(c.App.Writer, out)
+			return err
+		},
+	}
+}
+
+// deepLearn mines and proposes; it returns the Markdown report. Progress and
+// the summary go to log.
+func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch string, apply bool, now time.Time, log io.Writer) (string, error) {
+	ins, warnings, err := deeplearn.Collect(ctx, st, f, now)
+	if err != nil {
+		return "", err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(log, "pem: skipped: %s\n", w)
+	}
+	ps := deeplearn.MineAll(ins)
+	report := deeplearn.Report(ps, now)
+	var changed []deeplearn.Proposal
+	for _, p := range ps {
+		if p.Changed {
+			changed = append(changed, p)
+		}
+	}
+	if len(changed) == 0 {
+		fmt.Fprintf(log, "pem: deep-learn mined %d entries: nothing new to propose\n", len(ps))
+		return report, nil
+	}
+	title := fmt.Sprintf("pem: deep-learn proposals for %d entries", len(changed))
+	if apply {
+		release, err := st.Lock(ctx)
+		if err != nil {
+			return "", err
+		}
+		defer release()
+		var paths []string
+		for _, p := range changed {
+			rel, err := st.PutFacts(ctx, p.Facts)
+			if err != nil {
+				return "", err
+			}
+			paths = append(paths, rel)
+		}
+		h, err := store.Commit(ctx, st.Root(), paths, title+"\n\n"+report, store.Signature{})
+		if err != nil {
+			return "", fmt.Errorf("the proposals were written but not committed: %w (commit them with git)", err)
+		}
+		fmt.Fprintf(log, "pem: deep-learn wrote %d proposals onto the current branch (commit %s)\n", len(changed), short(h))
+		return report, nil
+	}
+	files := map[string][]byte{}
+	for _, p := range changed {
+		data, err := store.Marshal(p.Facts)
+		if err != nil {
+			return "", err
+		}
+		files[path.Join("facts", p.Domain, p.IntentKey+".yaml")] = data
+	}
+	if branch == "" {
+		branch = "pem/deep-learn/" + now.Format("2006-01-02")
+	}
+	h, err := store.CommitToBranch(ctx, st.Root(), branch, files, title+"\n\n"+report, store.Signature{})
+	if err != nil {
+		return "", err
+	}
+	if h == "" {
+		fmt.Fprintf(log, "pem: deep-learn: nothing to propose beyond what HEAD or branch %s holds already; branch not moved\n", branch)
+		return report, nil
+	}
+	fmt.Fprintf(log, "pem: deep-learn proposed %d entries on branch %s (commit %s); review with: git diff HEAD %s\n", len(changed), branch, short(h), branch)
+	return report, nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func newExperienceDeepLearnCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "deep-learn",
+		Usage:     "mine the traces of one entry and write the proposal into the tree; print JSON",
+		ArgsUsage: "URL",
+		Description: "Mines the entry that experience query would pick for URL and --intent and writes the proposal\n" +
+			"(at most candidate) into facts/. A verified entry is frozen: nothing is written unless --force,\n" +
+			"which writes a candidate revision that supersedes it. Prints completed, domain, intent,\n" +
+			"status_before, status_after, promoted, new_confidence, selectors_found, message.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "intent", Usage: "what the task is for, in words (`TEXT`)"},
+			&cli.BoolFlag{Name: "force", Usage: "write a superseding revision even over a verified entry"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("experience deep-learn needs exactly one URL, got %d arguments", c.NArg())
+			}
+			e, s, err := openEngine(c)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			res, err := deeplearn.Entry(c.Context, e, c.Args().First(), c.String("intent"), c.Bool("force"))
+			if err != nil {
+				return err
+			}
+			return writeJSON(c.App.Writer, res)
+		},
+	}
+}

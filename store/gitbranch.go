@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// CommitToBranch commits files given as bytes (paths relative to the
+// knowledge tree at dir; a nil value deletes the path) as one commit whose
+// parent is HEAD, and points refs/heads/<branch> at it. The worktree, the
+// index and the current branch are untouched: it is how pem proposes changes
+// for review (deep-learn's review branch). An existing branch of that name is
+// replaced: a proposal branch always starts from the current HEAD.
+//
+// It returns the commit hash, or "" when the files hold nothing that differs
+// from HEAD, or when the branch already holds exactly this change on top of
+// HEAD (then the branch is not created or moved).
+func CommitToBranch(ctx context.Context, dir, branch string, files map[string][]byte, msg string, sig Signature) (string, error) {
+	name := plumbing.NewBranchReferenceName(branch)
+	if err := name.Validate(); err != nil || branch == "" || strings.HasPrefix(branch, "-") {
+		return "", fmt.Errorf("branch name %q is not valid: use letters, digits, '/', '-' and '.'", branch)
+	}
+	r, err := openRepo(dir)
+	if err != nil {
+		return "", err
+	}
+	defer r.close()
+	if sig.Name == "" && sig.Email == "" {
+		d := DefaultSignature()
+		d.When = sig.When
+		sig = d
+	}
+	if sig.When.IsZero() {
+		sig.When = time.Now()
+	}
+	headRef, parent, err := r.head()
+	if err != nil {
+		return "", err
+	}
+	if headRef == name {
+		return "", fmt.Errorf("branch %s is checked out: switch to your working branch first, or apply the proposals with --apply", branch)
+	}
+	var baseTree plumbing.Hash
+	if !parent.IsZero() {
+		c, err := object.GetCommit(r.st, parent)
+		if err != nil {
+			return "", fmt.Errorf("reading HEAD commit %s in %s: %w", parent, r.gitDir, err)
+		}
+		baseTree = c.TreeHash
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	changes := map[string]*fileState{}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		rp, err := r.repoPath(p)
+		if err != nil {
+			return "", err
+		}
+		data := files[p]
+		if data == nil {
+			changes[rp] = &fileState{name: rp, deleted: true}
+			continue
+		}
+		changes[rp] = &fileState{name: rp, hash: plumbing.ComputeHash(plumbing.BlobObject, data), mode: filemode.Regular, data: data}
+	}
+	newTree, err := r.applyTree(baseTree, changes)
+	if err != nil {
+		return "", err
+	}
+	if newTree == baseTree {
+		return "", nil
+	}
+	old, err := r.refValue(name)
+	if err != nil {
+		return "", err
+	}
+	if !old.IsZero() {
+		// The same proposal on the same base is there already: leave it.
+		if oc, err := object.GetCommit(r.st, old); err == nil && oc.TreeHash == newTree &&
+			len(oc.ParentHashes) == 1 && oc.ParentHashes[0] == parent {
+			return "", nil
+		}
+	}
+	c := &object.Commit{
+		Author:    object.Signature{Name: sig.Name, Email: sig.Email, When: sig.When},
+		Committer: object.Signature{Name: sig.Name, Email: sig.Email, When: sig.When},
+		Message:   strings.TrimRight(msg, "\n") + "\n",
+		TreeHash:  newTree,
+	}
+	if !parent.IsZero() {
+		c.ParentHashes = []plumbing.Hash{parent}
+	}
+	h, err := r.writeEncoded(c)
+	if err != nil {
+		return "", fmt.Errorf("writing commit object in %s: %w", r.gitDir, err)
+	}
+	if err := r.moveRef(name, old, h); err != nil {
+		return "", err
+	}
+	return h.String(), nil
+}

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := InitRepo(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "facts/x.example/old.yaml", "format: 1\n")
+	if _, err := Commit(ctx, dir, []string{"facts/x.example/old.yaml"}, "add old", Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "notes.txt", "uncommitted work\n") // an untracked file stays untracked
+	head := gitRun(t, dir, "rev-parse", "HEAD")
+	branchBefore := gitRun(t, dir, "rev-parse", "--abbrev-ref", "HEAD")
+	indexBefore := gitRun(t, dir, "write-tree")
+
+	files := map[string][]byte{
+		"facts/x.example/new.yaml": []byte("format: 1\nstatus: candidate\n"),
+		"facts/x.example/old.yaml": nil, // deleted on the branch only
+	}
+	h, err := CommitToBranch(ctx, dir, "pem/deep-learn/2026-11-30", files, "pem: deep-learn proposals", Signature{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h == "" {
+		t.Fatal("no commit made for a real change")
+	}
+	if got := gitRun(t, dir, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("HEAD moved: %s → %s", head, got)
+	}
+	if got := gitRun(t, dir, "rev-parse", "--abbrev-ref", "HEAD"); got != branchBefore {
+		t.Fatalf("checked-out branch changed to %s", got)
+	}
+	if got := gitRun(t, dir, "write-tree"); got != indexBefore {
+		t.Fatal("the index changed")
+	}
+	if st := gitRun(t, dir, "status", "--porcelain"); st != "?? notes.txt" {
+		t.Fatalf("git status = %q, want only the untracked file", st)
+	}
+	if got := gitRun(t, dir, "rev-parse", "pem/deep-learn/2026-11-30^"); got != head {
+		t.Fatalf("the proposal's parent is %s, want HEAD %s", got, head)
+	}
+	diff := gitRun(t, dir, "diff", "--name-status", "HEAD", "pem/deep-learn/2026-11-30")
+	if !strings.Contains(diff, "A\tfacts/x.example/new.yaml") || !strings.Contains(diff, "D\tfacts/x.example/old.yaml") {
+		t.Fatalf("branch diff = %q", diff)
+	}
+	if got := gitRun(t, dir, "show", "pem/deep-learn/2026-11-30:facts/x.example/new.yaml"); got != "format: 1\nstatus: candidate" {
+		t.Fatalf("file on branch = %q", got)
+	}
+	gitRun(t, dir, "fsck", "--strict", "--no-dangling")
+
+	// Again with nothing different from HEAD: no commit, branch unchanged.
+	tip := gitRun(t, dir, "rev-parse", "pem/deep-learn/2026-11-30")
+	h2, err := CommitToBranch(ctx, dir, "pem/deep-learn/2026-11-30", map[string][]byte{"facts/x.example/old.yaml": []byte("format: 1\n")}, "noop", Signature{})
+	if err != nil || h2 != "" {
+		t.Fatalf("no-change commit = %q, %v", h2, err)
+	}
+	if got := gitRun(t, dir, "rev-parse", "pem/deep-learn/2026-11-30"); got != tip {
+		t.Fatal("a no-change proposal moved the branch")
+	}
+	if _, err := CommitToBranch(ctx, dir, "bad..name", files, "x", Signature{}); err == nil {
+		t.Fatal("an invalid branch name was accepted")
+	}
+	if _, err := CommitToBranch(ctx, dir, "main", files, "x", Signature{}); err == nil {
+		t.Fatal("committing onto the checked-out branch was accepted")
+	}
+}
