@@ -108,11 +108,12 @@ func Classify(t *Trace) FailureCategory {
 			}
 			return SelectorDrift
 		case KindTimeout:
-			// A timeout on an element lookup is the page not having it (yet).
-			if failed.Selector != "" {
-				return Timing
+			// A page load that timed out is the network; a wait for an element
+			// or a condition ("waiting for login") is timing.
+			if failed.Action == "navigate" {
+				return Network
 			}
-			return Network
+			return Timing
 		}
 	}
 	text := t.Error
@@ -129,14 +130,15 @@ type textRule struct {
 
 // The text rules are ordered: the first that matches wins. Gates need the words
 // of a gate (a captcha, "access denied", an HTTP status spelled as a status), not
-// a number that happens to appear inside an id or a URL.
+// a number that happens to appear inside an id, a URL or an attribute selector
+// ("[data-code=403]" is no status).
 var textRules = []textRule{
 	{regexp.MustCompile(`\b(captcha|recaptcha|hcaptcha|are you a robot|bot detection|cloudflare challenge|unusual traffic)\b`), AntiBot},
-	{regexp.MustCompile(`\b(status|http|code)[ :=]*429\b|\btoo many requests\b|\brate.?limit`), AntiBot},
-	{regexp.MustCompile(`\b(status|http|code)[ :=]*40[17]\b|\bunauthori[sz]ed\b|\b(sign|log)[ -]?in required\b|\bauthentication required\b|\bredirected to (the )?(login|sign.?in)\b`), AuthRequired},
-	{regexp.MustCompile(`\b(status|http|code)[ :=]*403\b|\bforbidden\b|\baccess denied\b|\bpermission denied\b`), PermissionDenied},
+	{regexp.MustCompile(`(?:^|[^\w\-\[])(status|http|code)[ :=]*429\b|\btoo many requests\b|\brate.?limit`), AntiBot},
+	{regexp.MustCompile(`(?:^|[^\w\-\[])(status|http|code)[ :=]*40[17]\b|\bunauthori[sz]ed\b|\b(sign|log)[ -]?in required\b|\bauthentication required\b|\bredirected to (the )?(login|sign.?in)\b`), AuthRequired},
+	{regexp.MustCompile(`(?:^|[^\w\-\[])(status|http|code)[ :=]*403\b|\bforbidden\b|\baccess denied\b|\bpermission denied\b`), PermissionDenied},
 	{regexp.MustCompile(`\b(intercept|obscur|overlay|covered by|modal|cookie banner|not clickable)`), OverlayBlocked},
-	{regexp.MustCompile(`\b(err_name_not_resolved|err_connection|connection (refused|reset)|no such host|dns|net::|tls handshake|network error|(status|http|code)[ :=]*5\d\d\b)`), Network},
+	{regexp.MustCompile(`\b(err_name_not_resolved|err_connection|connection (refused|reset)|no such host|dns|net::|tls handshake|network error)|(?:^|[^\w\-\[])(status|http|code)[ :=]*5\d\d\b`), Network},
 	{regexp.MustCompile(`\b(lazy|infinite scroll|load more)\b`), LazyLoading},
 	{regexp.MustCompile(`\b(redirect(ed)?)\b`), UnexpectedRedirect},
 	{regexp.MustCompile(`\b(no (such )?element|not found|no node|did not match|matches nothing|selector)\b`), SelectorDrift},

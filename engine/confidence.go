@@ -63,8 +63,8 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 	}
 	seen := make(map[string]bool, len(ev))
 	sessions := map[string]bool{}
-	var newest time.Time
-	for _, e := range ev {
+	var newest *Evidence
+	for i, e := range ev {
 		if e.Trace != "" {
 			if seen[e.Trace] {
 				continue
@@ -87,8 +87,8 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 			}
 			sc.F += w * p.FailureWeight(e.Category)
 		}
-		if !e.At.Before(newest) {
-			newest = e.At
+		if newest == nil || newer(e, *newest) { // ties broken by trace id, as in lastOutcomes
+			newest = &ev[i]
 			if e.Outcome == Failure && e.Category.IsGate() {
 				sc.OpenGate = e.Category
 			} else {

@@ -75,7 +75,7 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 	}
 	n, err := NormalizeURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	outcome := Outcome(strings.ToLower(firstNonEmpty(req.Outcome, in.Outcome, string(Success))))
 	if outcome == "completed" || outcome == "ok" {
@@ -181,6 +181,15 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (*SaveResult, error)
 	if _, err := e.Store.Config(ctx); err != nil {
 		return nil, err
 	}
+	if !req.Facts.Empty() {
+		// Take the lock before writing anything: a save that cannot patch its
+		// facts writes nothing at all.
+		release, err := e.Store.Lock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	path, err := e.Store.PutTrace(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("saving trace %s: %w", t.ID, err)
@@ -203,12 +212,8 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (*SaveResult, error)
 	return res, nil
 }
 
+// patchFacts merges p into the entry of t. The caller holds the store's lock.
 func (e *Engine) patchFacts(ctx context.Context, t *Trace, p *Patch, res *SaveResult) error {
-	release, err := e.Store.Lock(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
 	f, err := e.Store.Facts(ctx, t.Domain, t.IntentKey)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -340,7 +345,7 @@ func (e *Engine) domainEntries(ctx context.Context, domain string) (map[string]*
 func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, error) {
 	n, err := NormalizeURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if len(intent) > MaxIntent {
 		return nil, fmt.Errorf("%w: intent is over %d bytes", ErrInvalid, MaxIntent)
@@ -472,10 +477,10 @@ func (e *Engine) recall(en *entry, n NormalizedURL, p Policy) *Recall {
 	r.SuccessCount, r.FailureCount = sc.Successes, sc.Failures
 	r.Confidence = round2(sc.Confidence)
 	r.Status = Hypothesis
-	for _, pt := range en.patterns {
-		if _, ok := MatchPattern(pt, n); ok {
-			r.URLPattern = pt
-			break
+	var best Specificity
+	for _, pt := range en.patterns { // the most specific pattern that matches
+		if sp, ok := MatchPattern(pt, n); ok && (r.URLPattern == "" || best.Less(sp)) {
+			r.URLPattern, best = pt, sp
 		}
 	}
 	if r.URLPattern == "" && len(en.patterns) > 0 {

@@ -193,6 +193,9 @@ func parseSelectors(b []byte, p *Patch) error {
 	for name, v := range raw {
 		var s string
 		if err := json.Unmarshal(v, &s); err == nil {
+			if strings.TrimSpace(s) == "" { // also null
+				return fmt.Errorf("selector %q is empty: give a CSS selector", name)
+			}
 			p.Selectors[name] = Selector{Primary: s}
 			continue
 		}

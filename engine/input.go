@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"sort"
 	"strings"
 	"time"
 	"unicode"
@@ -80,7 +82,7 @@ func ParseTraceInput(data []byte) (*TraceInput, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("%w: not a JSON object: %v", ErrBadTrace, err)
 	}
-	norm, err := snakeKeys(raw, "trace")
+	norm, err := snakeKeys(raw, traceFields, "trace")
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +96,7 @@ func ParseTraceInput(data []byte) (*TraceInput, error) {
 		}
 		fixed := make([]map[string]json.RawMessage, len(steps))
 		for i, st := range steps {
-			if fixed[i], err = snakeKeys(st, fmt.Sprintf("steps[%d]", i)); err != nil {
+			if fixed[i], err = snakeKeys(st, stepFields, fmt.Sprintf("steps[%d]", i)); err != nil {
 				return nil, err
 			}
 		}
@@ -117,12 +119,38 @@ func ParseTraceInput(data []byte) (*TraceInput, error) {
 	return in, nil
 }
 
-// snakeKeys rewrites camelCase keys to snake_case, refusing two spellings of one key.
-func snakeKeys(m map[string]json.RawMessage, where string) (map[string]json.RawMessage, error) {
+// Known JSON keys of TraceInput and StepInput, so an unknown key is reported
+// as the caller spelled it.
+var (
+	traceFields = jsonFields(reflect.TypeOf(TraceInput{}))
+	stepFields  = jsonFields(reflect.TypeOf(StepInput{}))
+)
+
+func jsonFields(t reflect.Type) map[string]bool {
+	m := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		m[name] = true
+	}
+	return m
+}
+
+// snakeKeys rewrites camelCase keys to snake_case, refusing two spellings of
+// one key and, naming it as the caller spelled it, a key that is no field.
+func snakeKeys(m map[string]json.RawMessage, fields map[string]bool, where string) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(m))
 	from := map[string]string{}
-	for k, v := range m {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic errors
+	for _, k := range keys {
+		v := m[k]
 		s := snake(k)
+		if !fields[s] {
+			return nil, fmt.Errorf("%w: %s: unknown field %q: use one of %s (snake_case or camelCase)", ErrBadTrace, where, k, strings.Join(sortedKeys(fields), ", "))
+		}
 		if prev, dup := from[s]; dup {
 			return nil, fmt.Errorf("%w: %s: keys %q and %q are the same field", ErrBadTrace, where, prev, k)
 		}

@@ -53,10 +53,14 @@ func IntentKey(text string) string {
 		lossy = true
 		slug = "intent"
 	}
-	if slug != strings.ToLower(strings.Join(strings.Fields(text), "-")) {
+	// The mapping is exact only for lower-case words separated by single
+	// spaces: then the text can be read back from the slug. Anything else
+	// (case, dashes, repeated spaces) is lossy, so two different texts never
+	// share a key without a hash.
+	if slug != strings.ReplaceAll(text, " ", "-") || strings.Contains(text, "-") {
 		lossy = true
 	}
-	if len(slug) > MaxIntentKey {
+	if len(slug) > MaxIntentKey || reservedName(slug) {
 		lossy = true
 	}
 	if !lossy {
@@ -70,10 +74,23 @@ func IntentKey(text string) string {
 	return slug + "-" + h
 }
 
+// reservedName reports whether s is a name Windows reserves in every
+// directory (con, nul, com1, …), which a key must never be.
+func reservedName(s string) bool {
+	switch strings.ToLower(s) {
+	case "con", "prn", "aux", "nul":
+		return true
+	}
+	if len(s) == 4 && (strings.HasPrefix(strings.ToLower(s), "com") || strings.HasPrefix(strings.ToLower(s), "lpt")) && s[3] >= '0' && s[3] <= '9' {
+		return true
+	}
+	return false
+}
+
 // ValidKey reports whether k could have been made by IntentKey: a safe,
 // non-reserved path segment of [a-z0-9-].
 func ValidKey(k string) bool {
-	if k == "" || len(k) > MaxIntentKey || k[0] == '-' {
+	if k == "" || len(k) > MaxIntentKey || k[0] == '-' || reservedName(k) {
 		return false
 	}
 	for _, r := range k {
@@ -98,6 +115,9 @@ func Tokens(s string) []string {
 	for _, f := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}) {
+		if stopWords[f] { // before plural folding: "does", "this", "its"
+			continue
+		}
 		f = strings.TrimSuffix(f, "s") // crude plural folding: "issues" ~ "issue"
 		if len(f) < 2 || stopWords[f] || seen[f] {
 			continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Recall is what Query answers: how far to trust memory for a task and what it
@@ -43,17 +44,24 @@ func emptyRecall(domain string) *Recall {
 // maxQuoted caps one stored string in the Memory section.
 const maxQuoted = 240
 
-// quote renders a stored string as inert data: JSON-quoted (no raw newline, no
-// unescaped quote, HTML-ish brackets escaped), backticks and '#' escaped so it
-// cannot open a code block or a heading, capped in length.
+// quote renders a stored string as inert data: JSON-quoted, so it holds no
+// raw newline (nor U+2028/U+2029/NEL) and no unescaped quote, and sits inside
+// a line that pem opened — it can never start a line, hence never a heading.
+// '<' and backticks are escaped so it cannot close a tag or open code; '#',
+// '>' and '&' stay as they are, because CSS selectors ("#id > a") must reach
+// the model readable. Capped in length.
 func quote(s string) string {
 	if r := []rune(s); len(r) > maxQuoted {
 		s = string(r[:maxQuoted]) + "…"
 	}
-	b, _ := json.Marshal(s) // escapes < > & and control characters
-	q := string(b)
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	q := strings.TrimSuffix(buf.String(), "\n")
+	q = strings.ReplaceAll(q, "<", `\u003c`)
 	q = strings.ReplaceAll(q, "`", `\u0060`)
-	q = strings.ReplaceAll(q, "#", `\u0023`)
+	q = strings.ReplaceAll(q, "\u0085", `\u0085`) // NEL: a line break to some readers
 	return q
 }
 
@@ -78,7 +86,7 @@ func RenderMemory(r *Recall, maxChars int) string {
 	head := []string{
 		MemoryHeader,
 		MemoryNotice,
-		fmt.Sprintf("- %s, confidence %.2f, status %s, for %s on %s %s", r.Tier, r.Confidence, orDash(string(r.Status)), quote(r.Intent), quote(r.Domain), quote(r.URLPattern)),
+		fmt.Sprintf("- %s, confidence %.2f, status %s, for %s on %s %s", r.Tier, r.Confidence, statusWord(r.Status), quote(r.Intent), quote(r.Domain), quote(r.URLPattern)),
 		"- how to use: " + tierAdvice(r.Tier),
 	}
 	var body []string
@@ -89,7 +97,11 @@ func RenderMemory(r *Recall, maxChars int) string {
 				body = append(body, fmt.Sprintf("  (%d more steps)", len(r.Steps)-6))
 				break
 			}
-			line := fmt.Sprintf("  %d. %s", i+1, s.Action)
+			action := s.Action
+			if !IsAction(action) { // a hand-edited facts file: data, not a word of ours
+				action = quote(action)
+			}
+			line := fmt.Sprintf("  %d. %s", i+1, action)
 			if s.Selector != "" {
 				line += " " + quote(s.Selector)
 			}
@@ -163,7 +175,11 @@ func RenderMemory(r *Recall, maxChars int) string {
 		out += line + "\n"
 	}
 	if len(out) > maxChars { // only the header could overflow a tiny cap
-		out = out[:maxChars]
+		cut := maxChars
+		for cut > 0 && !utf8.RuneStart(out[cut]) { // never split a character
+			cut--
+		}
+		out = out[:cut]
 	}
 	return out
 }
@@ -186,4 +202,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// statusWord renders a status; one that is not a known word (a hand-edited
+// file) is quoted as data.
+func statusWord(s Status) string {
+	if s == "" || s.Valid() {
+		return orDash(string(s))
+	}
+	return quote(string(s))
 }

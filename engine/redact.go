@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -19,48 +20,107 @@ func SecretPlaceholder(name string) string { return "{{secret:" + name + "}}" }
 // Redact removes secrets from a trace before it is stored: every declared
 // secret value (name → value) is replaced by its placeholder in every string
 // field, and any value typed into what looks like a password field, or marked
-// sensitive, is replaced by Redacted even when nothing was declared. It records
-// what it did in t.Redactions, never the value.
+// sensitive, is replaced by Redacted even when nothing was declared (and so is
+// any copy of it elsewhere in the trace, selectors apart). URL-escaped forms of
+// a value count as the value, and the derived intent key and URL pattern are
+// redacted too. It records what it did in t.Redactions, never the value.
 func Redact(t *Trace, sensitive map[int]bool, secrets map[string]string) {
-	names := make([]string, 0, len(secrets))
-	for n, v := range secrets {
-		if len(v) >= 4 { // a shorter "secret" would shred ordinary text
-			names = append(names, n)
+	type replacement struct{ old, new, what string }
+	var reps []replacement
+	add := func(v, with, what string) {
+		if len(v) < 4 { // a shorter "secret" would shred ordinary text
+			return
 		}
-	}
-	// Longest values first so a secret containing another is replaced whole.
-	sort.Slice(names, func(i, j int) bool { return len(secrets[names[i]]) > len(secrets[names[j]]) })
-	scrub := func(where string, s *string) {
-		for _, n := range names {
-			if strings.Contains(*s, secrets[n]) {
-				*s = strings.ReplaceAll(*s, secrets[n], SecretPlaceholder(n))
-				t.addRedaction(fmt.Sprintf("%s: secret %s", where, n))
+		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+			dup := false
+			for _, r := range reps {
+				dup = dup || r.old == form
+			}
+			if !dup {
+				reps = append(reps, replacement{form, with, what})
 			}
 		}
 	}
+	for n, v := range secrets {
+		add(v, SecretPlaceholder(n), "secret "+n)
+	}
+	var typed []string
 	for i := range t.Steps {
 		s := &t.Steps[i]
 		if s.Action == "type" && s.Value != "" && !isPlaceholder(s.Value) &&
 			(sensitive[i] || passwordSelector.MatchString(s.Selector)) {
+			typed = append(typed, s.Value)
 			s.Value = Redacted
 			t.addRedaction(fmt.Sprintf("steps[%d]: value typed into a password field", i))
 		}
+	}
+	nSecret := len(reps)
+	for _, v := range typed {
+		add(v, Redacted, "a password value")
+	}
+	// Longest values first so a secret containing another is replaced whole.
+	sort.SliceStable(reps, func(i, j int) bool {
+		if len(reps[i].old) != len(reps[j].old) {
+			return len(reps[i].old) > len(reps[j].old)
+		}
+		return reps[i].old < reps[j].old
+	})
+	scrubWith := func(reps []replacement, where string, s *string) {
+		for _, r := range reps {
+			if strings.Contains(*s, r.old) {
+				*s = strings.ReplaceAll(*s, r.old, r.new)
+				t.addRedaction(fmt.Sprintf("%s: %s", where, r.what))
+			}
+		}
+	}
+	// Password values are scrubbed from free text but not from selectors, where
+	// a short value ("pass") could match a name ("#password").
+	secretOnly := make([]replacement, 0, nSecret)
+	for _, r := range reps {
+		if r.new != Redacted {
+			secretOnly = append(secretOnly, r)
+		}
+	}
+	scrub := func(where string, s *string) { scrubWith(reps, where, s) }
+	for i := range t.Steps {
+		s := &t.Steps[i]
 		scrub(fmt.Sprintf("steps[%d].value", i), &s.Value)
-		scrub(fmt.Sprintf("steps[%d].selector", i), &s.Selector)
+		scrubWith(secretOnly, fmt.Sprintf("steps[%d].selector", i), &s.Selector)
+		for j := range s.Fallbacks {
+			scrubWith(secretOnly, fmt.Sprintf("steps[%d].fallbacks[%d]", i, j), &s.Fallbacks[j])
+		}
+		scrub(fmt.Sprintf("steps[%d].param", i), &s.Param)
 		scrub(fmt.Sprintf("steps[%d].url", i), &s.URL)
 		scrub(fmt.Sprintf("steps[%d].error", i), &s.Error)
 		scrub(fmt.Sprintf("steps[%d].result", i), &s.Result)
 	}
+	intent := t.Intent
 	scrub("task", &t.Task)
 	scrub("intent", &t.Intent)
+	if t.Intent != intent { // the key was made from the secret text
+		t.IntentKey = IntentKey(t.Intent)
+	}
+	scrub("task_type", &t.TaskType)
+	scrub("session", &t.Session)
+	scrub("writer", &t.Writer)
 	scrub("url", &t.URL)
+	scrub("url_pattern", &t.URLPattern)
 	scrub("error", &t.Error)
+	for i := range t.Params {
+		scrub(fmt.Sprintf("params[%d]", i), &t.Params[i])
+	}
 	scrub("result.answer", &t.Result.Answer)
 	scrub("result.final_url", &t.Result.FinalURL)
 	scrub("result.final_title", &t.Result.FinalTitle)
-	for k, v := range t.Result.Extracted {
-		scrub("result.extracted."+k, &v)
-		t.Result.Extracted[k] = v
+	if len(t.Result.Extracted) > 0 {
+		ex := make(map[string]string, len(t.Result.Extracted))
+		for _, k := range sortedKeys(t.Result.Extracted) {
+			v, nk := t.Result.Extracted[k], k
+			scrub("result.extracted key", &nk)
+			scrub("result.extracted."+nk, &v) // the scrubbed key: redactions never hold a secret
+			ex[nk] = v
+		}
+		t.Result.Extracted = ex
 	}
 }
 

@@ -16,6 +16,9 @@ import (
 // http(s), or without a host.
 var ErrBadURL = errors.New("bad URL")
 
+// maxURL caps a URL's length, raw and normalized.
+const maxURL = 8192
+
 // trackingParams are query keys that never change what a page shows.
 var trackingParams = map[string]bool{
 	"ref": true, "ref_src": true, "ref_url": true, "fbclid": true, "gclid": true, "dclid": true,
@@ -50,10 +53,10 @@ func NormalizeURL(raw string) (NormalizedURL, error) {
 	if raw == "" {
 		return NormalizedURL{}, fmt.Errorf("%w: empty URL: give a full URL such as https://example.com/page", ErrBadURL)
 	}
-	if len(raw) > 8192 {
-		return NormalizedURL{}, fmt.Errorf("%w: URL longer than 8192 bytes", ErrBadURL)
+	if len(raw) > maxURL {
+		return NormalizedURL{}, fmt.Errorf("%w: URL longer than %d bytes", ErrBadURL, maxURL)
 	}
-	if !strings.Contains(raw, "://") {
+	if !hasScheme(raw) {
 		raw = "https://" + raw
 	}
 	u, err := url.Parse(raw)
@@ -104,13 +107,24 @@ func NormalizeURL(raw string) (NormalizedURL, error) {
 	if enc := q.Encode(); enc != "" {
 		n.URL += "?" + enc
 	}
+	if len(n.URL) > maxURL { // escaping can grow a URL past the cap; refuse it here so normalizing is idempotent
+		return NormalizedURL{}, fmt.Errorf("%w: URL longer than %d bytes once escaped", ErrBadURL, maxURL)
+	}
 	return n, nil
 }
+
+// schemeRe matches a leading URL scheme; "host:8080/…" is a host and port, not a scheme.
+var schemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:([^0-9]|$)`)
+
+// hasScheme reports whether raw starts with a scheme ("https://…", "mailto:…"),
+// so that a scheme-less "example.com/x?next=https://…" reads as https and
+// "mailto:a@example.com" is refused rather than read as a host.
+func hasScheme(raw string) bool { return schemeRe.MatchString(raw) }
 
 // NormalizeDomain lower-cases a host name, converts it to punycode (IDNA), and
 // strips a leading "www.". The result is one safe path segment.
 func NormalizeDomain(host string) (string, error) {
-	host = strings.TrimSuffix(strings.TrimSpace(host), ".")
+	host = strings.TrimRight(strings.TrimSpace(host), ".")
 	if host == "" {
 		return "", errors.New("the URL has no host")
 	}
@@ -124,8 +138,10 @@ func NormalizeDomain(host string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("host %q is not a valid domain name: %v", host, err)
 	}
-	a = strings.TrimPrefix(a, "www.")
-	if a == "" || len(a) > 253 || strings.ContainsAny(a, "/\\:") || a == "." || a == ".." {
+	for strings.HasPrefix(a, "www.") { // a loop, so that normalizing is idempotent
+		a = a[len("www."):]
+	}
+	if a == "" || len(a) > 253 || strings.ContainsAny(a, "/\\:") || strings.Contains(a, "..") || strings.HasPrefix(a, ".") || strings.HasSuffix(a, ".") {
 		return "", fmt.Errorf("host %q is not a valid domain name", host)
 	}
 	return a, nil
@@ -224,7 +240,7 @@ func MatchPattern(pattern string, n NormalizedURL) (Specificity, bool) {
 	var sp Specificity
 	for i, ps := range psegs {
 		if ps == "**" && i == len(psegs)-1 {
-			sp.Length = len(psegs)
+			sp.Length = len(psegs) - 1 // "**" ranks below a one-segment "*"
 			goto query
 		}
 		if i >= len(usegs) {
