@@ -1,0 +1,69 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Browser opens pages; one Browser is reused across tasks (a launch costs
+// ~0.5 s, a tab ~0.4 s).
+type Browser interface {
+	NewPage(ctx context.Context) (Page, error)
+	Close() error
+}
+
+// Page is one tab. Every method that looks up an element has a timeout (the
+// adapter's default, 5 s, or ctx's deadline if sooner) and its error names the
+// selector or URL that failed.
+type Page interface {
+	// Navigate loads url and waits for load + settle.
+	Navigate(ctx context.Context, url string) error
+	URL() string
+	Title(ctx context.Context) (string, error)
+	// Click clicks the element matching the CSS selector and waits for the page to settle.
+	Click(ctx context.Context, selector string) error
+	// Type clears the field then types text; Enter is not pressed.
+	Type(ctx context.Context, selector, text string) error
+	// Press presses key (e.g. "Enter") in the element.
+	Press(ctx context.Context, selector, key string) error
+	// Text returns the element's innerText; selector "" means the whole body.
+	Text(ctx context.Context, selector string) (string, error)
+	// Exists reports whether the selector matches and the element is visible.
+	// It returns ErrNoElement (wrapped, with the selector) when nothing matches,
+	// after a short bounded check rather than the full timeout.
+	Exists(ctx context.Context, selector string) (visible bool, err error)
+	// Elements lists up to limit elements matching selector; selector "" means
+	// all visible interactive elements (a, button, input, select, textarea,
+	// [role=button], [onclick]).
+	Elements(ctx context.Context, selector string, limit int) ([]Element, error)
+	// Labelled reads label→value pairs from the page: dl dt/dd, th/td rows,
+	// "Label: value" text, elements with aria-label/title and a sibling value,
+	// and counters inside links such as "Issues 12".
+	Labelled(ctx context.Context) ([]LabelValue, error)
+	// Evaluate runs a JS expression or function body and returns the result as JSON text.
+	Evaluate(ctx context.Context, js string) (string, error)
+	Scroll(ctx context.Context, dy int) error
+	// WaitFor waits up to d for selector to appear; selector "" waits d, then for settle.
+	WaitFor(ctx context.Context, selector string, d time.Duration) error
+	// Screenshot returns the image bytes and mime ("image/png" or
+	// "image/jpeg"); over 400 KB it is scaled to 1024 px wide, JPEG quality 60.
+	Screenshot(ctx context.Context) ([]byte, string, error)
+	Close() error
+}
+
+// Element describes one element on the page.
+type Element struct {
+	// Selector is a CSS selector that uniquely finds this element now (#id,
+	// then [name=..], then a stable attribute like [data-testid], [href=".."]
+	// for links, else a short nth-of-type path).
+	Selector                                              string
+	Tag, Text, Href, Type, Name, Placeholder, Label, Role string
+	Visible                                               bool
+}
+
+// LabelValue is one label→value pair read from a page; Selector finds the value element.
+type LabelValue struct{ Label, Value, Selector string }
+
+// ErrNoElement is returned (wrapped, with the selector) when no element matches.
+var ErrNoElement = errors.New("no element matches the selector")

@@ -1,0 +1,637 @@
+package rod
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	gorod "github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/input"
+	"github.com/go-rod/rod/lib/proto"
+
+	"github.com/pemdev/pem/agent"
+)
+
+//go:embed page.js
+var pageJSFile string
+
+// pageJS is page.js without its leading comment lines.
+var pageJS = func() string {
+	lines := strings.Split(pageJSFile, "\n")
+	for len(lines) > 0 && strings.HasPrefix(strings.TrimSpace(lines[0]), "//") {
+		lines = lines[1:]
+	}
+	return strings.Join(lines, "\n")
+}()
+
+// Page is one tab; it implements agent.Page.
+type Page struct {
+	pg      *gorod.Page // bound to the page's lifetime context
+	timeout time.Duration
+	stop    context.CancelFunc
+
+	mu      sync.Mutex
+	navSeq  int    // main-frame navigations started
+	loading bool   // main frame is loading
+	url     string // main frame's URL, from events
+	changed chan struct{}
+}
+
+var _ agent.Page = (*Page)(nil)
+
+func newPage(pg *gorod.Page, timeout time.Duration, stop context.CancelFunc) *Page {
+	p := &Page{pg: pg, timeout: timeout, stop: stop, changed: make(chan struct{})}
+	main := pg.FrameID
+	// Track main-frame loading so an action that navigates (a link, a form
+	// submit) is followed by a wait for the new document.
+	wait := p.pg.EachEvent(
+		func(e *proto.PageFrameStartedLoading) {
+			if e.FrameID == main {
+				p.setLoading(true)
+			}
+		},
+		func(e *proto.PageFrameStoppedLoading) {
+			if e.FrameID == main {
+				p.setLoading(false)
+			}
+		},
+		func(e *proto.PageFrameNavigated) {
+			if e.Frame.ParentID == "" && e.Frame.ID == main {
+				p.setURL(e.Frame.URL + e.Frame.URLFragment)
+			}
+		},
+		func(e *proto.PageNavigatedWithinDocument) {
+			if e.FrameID == main {
+				p.setURL(e.URL)
+			}
+		},
+	)
+	go wait()
+	return p
+}
+
+func (p *Page) setURL(u string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.url = u
+}
+
+func (p *Page) setLoading(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		p.navSeq++
+	}
+	p.loading = on
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *Page) state() (seq int, loading bool, changed <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.navSeq, p.loading, p.changed
+}
+
+// with returns the page bound to ctx limited by d (the page timeout when 0).
+func (p *Page) with(ctx context.Context, d time.Duration) (*gorod.Page, context.Context, context.CancelFunc) {
+	if d <= 0 {
+		d = p.timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return p.pg.Context(ctx), ctx, cancel
+}
+
+// armNav makes the page note a navigation request the moment it happens
+// (the Navigation API's navigate event fires synchronously in the click or
+// submit that causes it); navigating reads the note. Chromium's own
+// loading events can reach us hundreds of milliseconds late on a busy
+// machine, so they cannot tell alone whether an action navigates.
+func (p *Page) armNav(ctx context.Context) {
+	pg, _, cancel := p.with(ctx, 0)
+	defer cancel()
+	_, _ = pg.Eval(`() => {
+		window.__pemNav = 0;
+		if (!window.__pemNavHooked && window.navigation) {
+			window.__pemNavHooked = 1;
+			navigation.addEventListener("navigate", () => { window.__pemNav = 1 });
+		}
+	}`)
+}
+
+func (p *Page) navigating(ctx context.Context, seq0 int) bool {
+	if seq, loading, _ := p.state(); seq > seq0 || loading {
+		return true
+	}
+	pg, _, cancel := p.with(ctx, 0)
+	defer cancel()
+	res, err := pg.Eval(`() => window.__pemNav`)
+	// 0: same document, nothing requested; 1: navigation requested;
+	// undefined or an error: the document is already being replaced.
+	return err != nil || res.Value.Nil() || res.Value.Int() != 0
+}
+
+// settle waits for a navigation (when one was started after seq0) to load,
+// at most the page timeout, then at most settleMax for the DOM to go quiet.
+func (p *Page) settle(ctx context.Context, seq0 int, navigating bool) {
+	if navigating {
+		p.waitLoaded(ctx, seq0, p.timeout)
+	}
+	qctx, cancel := context.WithTimeout(ctx, settleMax)
+	defer cancel()
+	_, _ = p.pg.Context(qctx).Eval(pageJS, "settle", settleQuiet, 0)
+	if seq, _, _ := p.state(); seq > seq0 && !navigating { // a script navigated meanwhile
+		p.waitLoaded(ctx, seq0, settleMax)
+	}
+}
+
+// waitLoaded waits until a main-frame navigation started after seq0 has
+// stopped loading, or d passes.
+func (p *Page) waitLoaded(ctx context.Context, seq0 int, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		seq, loading, changed := p.state()
+		if seq > seq0 && !loading {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// lookup finds selector within the timeout; a miss wraps agent.ErrNoElement.
+// The element comes back bound to a fresh timeout for the action on it, so
+// a slow lookup does not starve the action.
+func (p *Page) lookup(ctx context.Context, op, selector string) (*gorod.Element, context.CancelFunc, error) {
+	pg, _, cancel := p.with(ctx, 0)
+	el, err := pg.Element(selector)
+	cancel()
+	if err != nil {
+		return nil, func() {}, p.lookupErr(op, selector, err)
+	}
+	actx, cancel := context.WithTimeout(ctx, p.timeout)
+	return el.Context(actx), cancel, nil
+}
+
+func (p *Page) lookupErr(op, selector string, err error) error {
+	var ee *gorod.EvalError
+	switch {
+	case errors.As(err, &ee):
+		return fmt.Errorf("%s %q: invalid selector: %s", op, selector, ee.Exception.Description)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s %q: %w (waited up to %s on %s)", op, selector, agent.ErrNoElement, p.timeout, p.URL())
+	}
+	return fmt.Errorf("%s %q: %w", op, selector, err)
+}
+
+// actErr explains why an action on a found element failed (usually a timeout
+// waiting for it to become visible or uncovered).
+func (p *Page) actErr(op, selector string, el *gorod.Element, err error) error {
+	var cov *gorod.CoveredError
+	var inv *gorod.InvisibleShapeError
+	var npe *gorod.NoPointerEventsError
+	switch {
+	case errors.As(err, &cov):
+		return fmt.Errorf("%s %q: element is covered by %s", op, selector, describe(cov.Element))
+	case errors.As(err, &inv):
+		return fmt.Errorf("%s %q: element is not visible", op, selector)
+	case errors.As(err, &npe):
+		return fmt.Errorf("%s %q: element ignores pointer events", op, selector)
+	case errors.Is(err, context.DeadlineExceeded):
+		// Diagnose with a fresh short context.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		el := el.Context(ctx)
+		if vis, verr := el.Visible(); verr == nil && !vis {
+			return fmt.Errorf("%s %q: element is not visible (waited %s)", op, selector, p.timeout)
+		}
+		if _, ierr := el.Interactable(); errors.As(ierr, &cov) {
+			return fmt.Errorf("%s %q: element is covered by %s (waited %s)", op, selector, describe(cov.Element), p.timeout)
+		}
+		return fmt.Errorf("%s %q: timed out after %s: %w", op, selector, p.timeout, err)
+	}
+	return fmt.Errorf("%s %q: %w", op, selector, err)
+}
+
+func describe(el *gorod.Element) string {
+	if el == nil {
+		return "another element"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	res, err := el.Context(ctx).Eval(`() => this.tagName.toLowerCase() + (this.id ? "#" + this.id : "") + (typeof this.className === "string" && this.className ? "." + this.className.trim().split(/\s+/).join(".") : "")`)
+	if err != nil {
+		return "another element"
+	}
+	return res.Value.Str()
+}
+
+// Navigate loads url and waits for load and settle.
+func (p *Page) Navigate(ctx context.Context, url string) error {
+	seq0, _, _ := p.state()
+	pg, _, cancel := p.with(ctx, 0)
+	defer cancel()
+	if err := pg.Navigate(url); err != nil {
+		var ne *gorod.NavigationError
+		if errors.As(err, &ne) {
+			return fmt.Errorf("navigate %s: %s", url, ne.Reason)
+		}
+		return fmt.Errorf("navigate %s: %w", url, err)
+	}
+	if err := pg.WaitLoad(); err != nil {
+		return fmt.Errorf("navigate %s: waiting for load: %w", url, err)
+	}
+	p.settle(ctx, seq0, true)
+	return nil
+}
+
+// URL is the main frame's current URL, as last reported by Chromium.
+func (p *Page) URL() string {
+	p.mu.Lock()
+	u := p.url
+	p.mu.Unlock()
+	if u != "" {
+		return u
+	}
+	info, err := p.info(context.Background())
+	if err != nil {
+		return ""
+	}
+	return info.URL
+}
+
+func (p *Page) info(ctx context.Context) (*proto.TargetTargetInfo, error) {
+	pg, _, cancel := p.with(ctx, 2*time.Second)
+	defer cancel()
+	return pg.Info()
+}
+
+// Title is document.title.
+func (p *Page) Title(ctx context.Context) (string, error) {
+	info, err := p.info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("title: %w", err)
+	}
+	return info.Title, nil
+}
+
+// StatusCode is the HTTP status of the current document's response (0 when unknown).
+func (p *Page) StatusCode(ctx context.Context) int {
+	pg, _, cancel := p.with(ctx, 2*time.Second)
+	defer cancel()
+	res, err := pg.Eval(`() => { const n = performance.getEntriesByType("navigation")[0]; return n && n.responseStatus || 0 }`)
+	if err != nil {
+		return 0
+	}
+	return res.Value.Int()
+}
+
+// Click clicks the element's center like a user and waits for settle.
+func (p *Page) Click(ctx context.Context, selector string) error {
+	el, cancel, err := p.lookup(ctx, "click", selector)
+	defer cancel()
+	if err != nil {
+		return err
+	}
+	pt, err := p.reachable(ctx, el)
+	if err != nil {
+		return p.actErr("click", selector, el, err)
+	}
+	p.armNav(ctx)
+	seq0, _, _ := p.state()
+	if err := p.pg.Mouse.MoveTo(*pt); err != nil {
+		return fmt.Errorf("click %q: %w", selector, err)
+	}
+	if err := p.pg.Mouse.Click(proto.InputMouseButtonLeft, 1); err != nil {
+		return fmt.Errorf("click %q: %w", selector, err)
+	}
+	p.settle(ctx, seq0, p.navigating(ctx, seq0))
+	return nil
+}
+
+// reachable scrolls el into view and waits (within el's context) until a
+// point of it can receive the mouse: visible and not covered. Unlike rod's
+// own helpers it does not wait on requestAnimationFrame, which never fires in
+// a background tab.
+func (p *Page) reachable(ctx context.Context, el *gorod.Element) (*proto.Point, error) {
+	var last error
+	for {
+		if err := (proto.DOMScrollIntoViewIfNeeded{ObjectID: el.Object.ObjectID}).Call(el); err != nil && last == nil {
+			last = err
+		}
+		pt, err := el.Interactable()
+		if err == nil {
+			return pt, nil
+		}
+		var cov *gorod.CoveredError
+		var inv *gorod.InvisibleShapeError
+		if !errors.As(err, &cov) && !errors.As(err, &inv) {
+			if last != nil && errors.Is(err, context.DeadlineExceeded) {
+				return nil, last
+			}
+			return nil, err
+		}
+		last = err
+		select {
+		case <-el.GetContext().Done():
+			return nil, last
+		case <-ctx.Done():
+			return nil, last
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// focus focuses el without rod's requestAnimationFrame waits.
+func (p *Page) focus(el *gorod.Element) error {
+	_ = proto.DOMScrollIntoViewIfNeeded{ObjectID: el.Object.ObjectID}.Call(el)
+	_, err := el.Eval(`() => this.focus()`)
+	return err
+}
+
+// Type clears the field and inserts text; the text never appears in errors.
+func (p *Page) Type(ctx context.Context, selector, text string) error {
+	el, cancel, err := p.lookup(ctx, "type into", selector)
+	defer cancel()
+	if err != nil {
+		return err
+	}
+	if _, err := p.reachable(ctx, el); err != nil {
+		return p.actErr("type into", selector, el, err)
+	}
+	if _, err := el.Eval(`function () {
+		if ("value" in this) { this.value = ""; this.dispatchEvent(new Event("input", {bubbles: true})) }
+		else if (this.isContentEditable) { this.textContent = "" }
+	}`); err != nil {
+		return fmt.Errorf("type into %q: %w", selector, err)
+	}
+	if err := p.focus(el); err != nil {
+		return fmt.Errorf("type into %q: %w", selector, err)
+	}
+	if err := (proto.InputInsertText{Text: text}).Call(el); err != nil {
+		return fmt.Errorf("type into %q: inserting text failed", selector)
+	}
+	_, _ = el.Eval(`function () {
+		this.dispatchEvent(new Event("input", {bubbles: true}));
+		this.dispatchEvent(new Event("change", {bubbles: true}))
+	}`)
+	return nil
+}
+
+var keys = map[string]input.Key{
+	"enter": input.Enter, "tab": input.Tab, "escape": input.Escape, "esc": input.Escape,
+	"backspace": input.Backspace, "delete": input.Delete, "space": input.Space,
+	"arrowdown": input.ArrowDown, "arrowup": input.ArrowUp, "arrowleft": input.ArrowLeft,
+	"arrowright": input.ArrowRight, "pagedown": input.PageDown, "pageup": input.PageUp,
+	"home": input.Home, "end": input.End,
+}
+
+// Press focuses the element and presses key ("Enter", "Tab", "Escape",
+// "ArrowDown", … or a single character), then waits for settle.
+func (p *Page) Press(ctx context.Context, selector, key string) error {
+	k, ok := keys[strings.ToLower(key)]
+	if !ok {
+		if r := []rune(key); len(r) == 1 {
+			k = input.Key(r[0])
+		} else {
+			return fmt.Errorf("press %q in %q: unknown key", key, selector)
+		}
+	}
+	el, cancel, err := p.lookup(ctx, "press "+key+" in", selector)
+	defer cancel()
+	if err != nil {
+		return err
+	}
+	if err := p.focus(el); err != nil {
+		return fmt.Errorf("press %s in %q: %w", key, selector, err)
+	}
+	p.armNav(ctx)
+	seq0, _, _ := p.state()
+	if err := p.pg.Context(el.GetContext()).Keyboard.Type(k); err != nil {
+		return fmt.Errorf("press %s in %q: %w", key, selector, err)
+	}
+	p.settle(ctx, seq0, p.navigating(ctx, seq0))
+	return nil
+}
+
+// Text is the element's innerText (an input's value); "" reads the whole body.
+func (p *Page) Text(ctx context.Context, selector string) (string, error) {
+	if selector == "" {
+		pg, _, cancel := p.with(ctx, 0)
+		defer cancel()
+		res, err := pg.Eval(`() => document.body ? document.body.innerText : ""`)
+		if err != nil {
+			return "", fmt.Errorf("text of body on %s: %w", p.URL(), err)
+		}
+		return res.Value.Str(), nil
+	}
+	el, cancel, err := p.lookup(ctx, "text of", selector)
+	defer cancel()
+	if err != nil {
+		return "", err
+	}
+	t, err := el.Text()
+	if err != nil {
+		return "", fmt.Errorf("text of %q: %w", selector, err)
+	}
+	return t, nil
+}
+
+// Exists reports whether selector matches a visible element, checking for
+// existsWait at most; absent → agent.ErrNoElement.
+func (p *Page) Exists(ctx context.Context, selector string) (bool, error) {
+	pg, _, cancel := p.with(ctx, existsWait)
+	defer cancel()
+	el, err := pg.Element(selector)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return false, fmt.Errorf("exists %q: %w (checked %s on %s)", selector, agent.ErrNoElement, existsWait, p.URL())
+		}
+		return false, p.lookupErr("exists", selector, err)
+	}
+	vis, err := el.Visible()
+	if err != nil {
+		return false, fmt.Errorf("exists %q: %w", selector, err)
+	}
+	return vis, nil
+}
+
+// Elements lists up to limit elements matching selector without waiting
+// ("" = the visible interactive ones), each with a unique selector.
+func (p *Page) Elements(ctx context.Context, selector string, limit int) ([]agent.Element, error) {
+	var out []agent.Element
+	if err := p.helper(ctx, &out, "elements", selector, limit); err != nil {
+		return nil, fmt.Errorf("elements %q on %s: %w", selector, p.URL(), err)
+	}
+	return out, nil
+}
+
+// Labelled reads label→value pairs (see agent.Page).
+func (p *Page) Labelled(ctx context.Context) ([]agent.LabelValue, error) {
+	var out []agent.LabelValue
+	if err := p.helper(ctx, &out, "labelled", "", 0); err != nil {
+		return nil, fmt.Errorf("labelled values on %s: %w", p.URL(), err)
+	}
+	return out, nil
+}
+
+func (p *Page) helper(ctx context.Context, out any, op, arg string, limit int) error {
+	pg, _, cancel := p.with(ctx, 0)
+	defer cancel()
+	res, err := pg.Eval(pageJS, op, arg, limit)
+	if err != nil {
+		var ee *gorod.EvalError
+		if errors.As(err, &ee) {
+			return errors.New(ee.Exception.Description)
+		}
+		return err
+	}
+	return json.Unmarshal([]byte(res.Value.JSON("", "")), out)
+}
+
+// Evaluate runs js — a function, an expression, or a function body with
+// return — and returns the result as JSON text ("null" for undefined).
+func (p *Page) Evaluate(ctx context.Context, js string) (string, error) {
+	pg, _, cancel := p.with(ctx, 0)
+	defer cancel()
+	src := strings.Trim(js, "\t\n\v\f\r ;")
+	forms := []string{"() => (\n" + src + "\n)", "function () {\n" + src + "\n}"}
+	if isFunc(src) {
+		forms = []string{src}
+	}
+	var err error
+	for _, f := range forms {
+		var res *proto.RuntimeRemoteObject
+		res, err = pg.Eval(f)
+		if err == nil {
+			if res.Type == proto.RuntimeRemoteObjectTypeUndefined {
+				return "null", nil
+			}
+			return res.Value.JSON("", ""), nil
+		}
+		var ee *gorod.EvalError
+		if !errors.As(err, &ee) || !strings.Contains(ee.Exception.Description, "SyntaxError") {
+			break
+		}
+	}
+	var ee *gorod.EvalError
+	if errors.As(err, &ee) {
+		return "", fmt.Errorf("evaluate on %s: %s", p.URL(), ee.Exception.Description)
+	}
+	return "", fmt.Errorf("evaluate on %s: %w", p.URL(), err)
+}
+
+func isFunc(s string) bool {
+	if strings.HasPrefix(s, "function") || strings.HasPrefix(s, "async function") || strings.HasPrefix(s, "async (") {
+		return true
+	}
+	head, _, ok := strings.Cut(s, "=>")
+	if !ok {
+		return false
+	}
+	head = strings.TrimSpace(head)
+	if strings.HasPrefix(head, "(") && strings.HasSuffix(head, ")") && !strings.Contains(head[1:], "(") {
+		return true
+	}
+	for _, r := range head { // a bare identifier: x => ...
+		if !(r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return head != ""
+}
+
+// Scroll scrolls the window by dy pixels and waits for settle (lazy content).
+func (p *Page) Scroll(ctx context.Context, dy int) error {
+	pg, _, cancel := p.with(ctx, 0)
+	defer cancel()
+	seq0, _, _ := p.state()
+	if _, err := pg.Eval(`(dy) => window.scrollBy(0, dy)`, dy); err != nil {
+		return fmt.Errorf("scroll %d on %s: %w", dy, p.URL(), err)
+	}
+	p.settle(ctx, seq0, false)
+	return nil
+}
+
+// WaitFor waits up to d for selector ("" = wait d, then settle).
+func (p *Page) WaitFor(ctx context.Context, selector string, d time.Duration) error {
+	if selector == "" {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("wait %s: %w", d, ctx.Err())
+		}
+		seq, _, _ := p.state()
+		p.settle(ctx, seq, false)
+		return nil
+	}
+	pg, _, cancel := p.with(ctx, d)
+	defer cancel()
+	if _, err := pg.Element(selector); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return fmt.Errorf("wait for %q: %w (waited %s on %s)", selector, agent.ErrNoElement, d, p.URL())
+		}
+		return p.lookupErr("wait for", selector, err)
+	}
+	return nil
+}
+
+// Screenshot captures the viewport as PNG; over 400 KB it recaptures as a
+// JPEG (quality 60) scaled to 1024 px wide.
+func (p *Page) Screenshot(ctx context.Context) ([]byte, string, error) {
+	pg, _, cancel := p.with(ctx, 3*p.timeout) // encoding is slow on a busy machine
+	defer cancel()
+	png, err := pg.Screenshot(false, &proto.PageCaptureScreenshot{Format: proto.PageCaptureScreenshotFormatPng})
+	if err != nil {
+		return nil, "", fmt.Errorf("screenshot of %s: %w", p.URL(), err)
+	}
+	if len(png) <= maxShot {
+		return png, "image/png", nil
+	}
+	m, err := proto.PageGetLayoutMetrics{}.Call(pg)
+	if err != nil {
+		return nil, "", fmt.Errorf("screenshot of %s: %w", p.URL(), err)
+	}
+	vp := m.CSSVisualViewport
+	scale := 1.0
+	if vp.ClientWidth > shotWidth {
+		scale = shotWidth / vp.ClientWidth
+	}
+	var jpg []byte
+	for _, q := range []int{60, 40, 20} { // 60 as designed; lower only if still too big
+		jpg, err = pg.Screenshot(false, &proto.PageCaptureScreenshot{
+			Format:  proto.PageCaptureScreenshotFormatJpeg,
+			Quality: &q,
+			Clip:    &proto.PageViewport{X: vp.PageX, Y: vp.PageY, Width: vp.ClientWidth, Height: vp.ClientHeight, Scale: scale},
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("screenshot of %s: %w", p.URL(), err)
+		}
+		if len(jpg) <= maxShot {
+			break
+		}
+	}
+	return jpg, "image/jpeg", nil
+}
+
+// Close closes the tab.
+func (p *Page) Close() error {
+	defer p.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	if err := p.pg.Context(ctx).Close(); err != nil && !strings.Contains(err.Error(), "No target") {
+		return fmt.Errorf("close page: %w", err)
+	}
+	return nil
+}

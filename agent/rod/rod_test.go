@@ -1,0 +1,586 @@
+package rod
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/jpeg"
+	_ "image/png"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/agent"
+	"github.com/pemdev/pem/agent/demosite"
+)
+
+var (
+	shared *Browser
+	srv    *httptest.Server
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("PEM_LEAK_CHILD") == "1" { // see TestKilledProcessLeavesNoChromium
+		os.Exit(m.Run())
+	}
+	if _, err := Bin(""); err != nil {
+		fmt.Fprintf(os.Stderr, "install chromium: apt-get install chromium (%v)\n", err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	b, err := Launch(ctx, Options{})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "install chromium: apt-get install chromium (launch: %v)\n", err)
+		os.Exit(1)
+	}
+	shared = b
+	srv = httptest.NewServer(testSite())
+	code := m.Run()
+	srv.Close()
+	if err := b.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "close browser:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func page(t *testing.T, path string) *Page {
+	t.Helper()
+	ctx := context.Background()
+	p, err := shared.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if path != "" {
+		if err := p.Navigate(ctx, srv.URL+path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+const layout = `<!doctype html><html><head><meta charset="utf-8"><title>%s</title>
+<style>.hidden{display:none} .overlay{position:fixed;inset:0;background:rgba(0,0,0,.5)}</style></head><body>%s</body></html>`
+
+func testSite() http.Handler {
+	mux := http.NewServeMux()
+	serve := func(path, title, body string) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, layout, title, body)
+		})
+	}
+	serve("/{$}", "Home", `
+<nav><a href="/repo" id="repo-link">Repository</a> <a href="/search">Search</a></nav>
+<h1 id="title">Welcome</h1>
+<p id="intro">Hello <b>world</b></p>
+<p class="hidden" id="secret-note">hidden text</p>
+<button id="more" onclick="document.getElementById('out').textContent='loaded ' + (++window.n||(window.n=1))">More</button>
+<div id="out"></div>
+<div id="late"></div>
+<script>setTimeout(() => { document.getElementById('late').innerHTML = '<span id="late-item">late</span>' }, 300)</script>`)
+	serve("/repo", "acme/widgets", `
+<nav class="tabs">
+ <a href="/repo/issues">Issues <span class="Counter">12</span></a>
+ <a href="/repo/pulls">Pull requests <span class="Counter">3</span></a>
+ <a href="/repo/actions">Actions</a>
+</nav>
+<ul><li><a href="/x">One</a></li><li><a href="/x">Two</a></li><li><a href="/x">Three</a></li></ul>
+<div class="social"><span>Stars 1,234</span> <span><svg aria-label="Forks" width="10" height="10"></svg><strong>56</strong></span></div>
+<dl><dt>Default branch</dt><dd id="branch">main</dd><dt>License</dt><dd>MIT</dd></dl>
+<table id="checks"><thead><tr><th>Check</th><th>Status</th></tr></thead>
+<tbody><tr><td>build</td><td>success</td></tr><tr><td>lint</td><td>failure</td></tr></tbody></table>
+<table><tr><th>Language</th><td>Go</td></tr></table>
+<p>Latest release: <strong>v1.2.0</strong></p>
+<h2>Installation</h2><p>Run:</p><pre><code>go install example.com/acme/widgets@latest</code></pre>
+<form><input name="q" placeholder="Filter"><input type="password" name="pw" aria-label="Password"><button type="submit">Go</button></form>`)
+	mux.HandleFunc("/search", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query().Get("q")
+		body := `<form action="/search" method="get"><input type="search" id="q" name="q" value=""></form>`
+		if q != "" {
+			body += fmt.Sprintf(`<p id="count">%d results for "%s"</p>`, len(q), q)
+		}
+		fmt.Fprintf(w, layout, "Search", body)
+	})
+	serve("/covered", "Covered", `<button id="under">Under</button><div class="overlay" id="modal"></div>`)
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		// Noise drawn on a canvas: a PNG of it is far over 400 KB.
+		fmt.Fprintf(w, layout, "Big", `<canvas id="c" width="1280" height="800"></canvas><script>
+const c = document.getElementById('c').getContext('2d'); const d = c.createImageData(1280, 800);
+const px = new Uint32Array(d.data.buffer); let s = 2463534242;
+for (let i = 0; i < px.length; i++) { s ^= s << 13; s ^= s >>> 17; s ^= s << 5; px[i] = (s | 0xff000000) >>> 0 }
+c.putImageData(d, 0, 0);</script>`)
+	})
+	return mux
+}
+
+func TestNavigateTitleURL(t *testing.T) {
+	p := page(t, "/")
+	ctx := context.Background()
+	if title, err := p.Title(ctx); err != nil || title != "Home" {
+		t.Errorf("Title = %q, %v", title, err)
+	}
+	if p.URL() != srv.URL+"/" {
+		t.Errorf("URL = %q", p.URL())
+	}
+	if code := p.StatusCode(ctx); code != 200 {
+		t.Errorf("StatusCode = %d", code)
+	}
+	if err := p.Navigate(ctx, srv.URL+"/missing"); err != nil {
+		t.Errorf("404 is a page, not an error: %v", err)
+	}
+	if code := p.StatusCode(ctx); code != 404 {
+		t.Errorf("StatusCode = %d, want 404", code)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() + "/"
+	l.Close()
+	err = p.Navigate(ctx, dead)
+	if err == nil || !strings.Contains(err.Error(), "ERR_CONNECTION_REFUSED") || !strings.Contains(err.Error(), dead) {
+		t.Errorf("Navigate(dead) = %v", err)
+	}
+}
+
+func TestClick(t *testing.T) {
+	p := page(t, "/")
+	ctx := context.Background()
+	if err := p.Click(ctx, "#more"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := p.Text(ctx, "#out"); got != "loaded 1" {
+		t.Errorf("after click #out = %q", got)
+	}
+	if err := p.Click(ctx, "#repo-link"); err != nil {
+		t.Fatal(err)
+	}
+	if title, _ := p.Title(ctx); title != "acme/widgets" {
+		t.Errorf("after clicking a link: title %q", title)
+	}
+	if got, err := p.Text(ctx, "#branch"); err != nil || got != "main" {
+		t.Errorf("Text(#branch) = %q, %v", got, err)
+	}
+}
+
+func TestTypePressSubmits(t *testing.T) {
+	p := page(t, "/search")
+	ctx := context.Background()
+	if err := p.Type(ctx, "#q", "wrong"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Type(ctx, "#q", "memory"); err != nil { // clears first
+		t.Fatal(err)
+	}
+	if err := p.Press(ctx, "#q", "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(p.URL(), "/search?q=memory") {
+		t.Errorf("URL after submit = %q", p.URL())
+	}
+	if got, err := p.Text(ctx, "#count"); err != nil || got != `6 results for "memory"` {
+		t.Errorf("Text(#count) = %q, %v", got, err)
+	}
+}
+
+func TestText(t *testing.T) {
+	p := page(t, "/")
+	ctx := context.Background()
+	body, err := p.Text(ctx, "")
+	if err != nil || !strings.Contains(body, "Welcome") || !strings.Contains(body, "Hello world") || strings.Contains(body, "hidden text") {
+		t.Errorf("Text(body) = %q, %v", body, err)
+	}
+	if got, _ := p.Text(ctx, "#intro"); got != "Hello world" {
+		t.Errorf("Text(#intro) = %q", got)
+	}
+	if got, err := p.Text(ctx, "#late-item"); err != nil || got != "late" { // appears after 300 ms: lookups wait
+		t.Errorf("Text(#late-item) = %q, %v", got, err)
+	}
+}
+
+func TestExists(t *testing.T) {
+	p := page(t, "/")
+	ctx := context.Background()
+	if vis, err := p.Exists(ctx, "#title"); !vis || err != nil {
+		t.Errorf("Exists(#title) = %v, %v", vis, err)
+	}
+	if vis, err := p.Exists(ctx, "#secret-note"); vis || err != nil {
+		t.Errorf("Exists(hidden) = %v, %v", vis, err)
+	}
+	start := time.Now()
+	vis, err := p.Exists(ctx, "#absent")
+	if vis || !errors.Is(err, agent.ErrNoElement) || !strings.Contains(err.Error(), "#absent") {
+		t.Errorf("Exists(#absent) = %v, %v", vis, err)
+	}
+	if d := time.Since(start); d >= DefaultTimeout {
+		t.Errorf("Exists(#absent) waited %s, the full lookup timeout", d)
+	}
+}
+
+func TestMissingSelectorTimesOut(t *testing.T) {
+	p := page(t, "/")
+	p.timeout = 700 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		do   func(ctx context.Context) error
+	}{
+		{"click", func(ctx context.Context) error { return p.Click(ctx, "#nope") }},
+		{"type", func(ctx context.Context) error { return p.Type(ctx, "#nope", "hunter2") }},
+		{"text", func(ctx context.Context) error { _, err := p.Text(ctx, "#nope"); return err }},
+		{"wait", func(ctx context.Context) error { return p.WaitFor(ctx, "#nope", 300*time.Millisecond) }},
+	} {
+		err := tc.do(context.Background())
+		if !errors.Is(err, agent.ErrNoElement) || !strings.Contains(err.Error(), `"#nope"`) {
+			t.Errorf("%s: err = %v", tc.name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: error echoes typed text: %v", tc.name, err)
+		}
+	}
+	// The caller's deadline wins when it is sooner than the page timeout.
+	p.timeout = DefaultTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := p.Click(ctx, "#nope"); !errors.Is(err, agent.ErrNoElement) {
+		t.Errorf("click with deadline: %v", err)
+	}
+	if err := p.Click(context.Background(), "div[["); err == nil || !strings.Contains(err.Error(), "invalid selector") {
+		t.Errorf("invalid selector: %v", err)
+	}
+}
+
+func TestClickCovered(t *testing.T) {
+	p := page(t, "/covered")
+	p.timeout = 700 * time.Millisecond
+	err := p.Click(context.Background(), "#under")
+	if err == nil || !strings.Contains(err.Error(), "covered by div#modal.overlay") {
+		t.Errorf("Click(covered) = %v", err)
+	}
+}
+
+func TestElements(t *testing.T) {
+	p := page(t, "/repo")
+	ctx := context.Background()
+	els, err := p.Elements(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sels []string
+	for _, e := range els {
+		sels = append(sels, e.Selector)
+		if !e.Visible {
+			t.Errorf("%s: invisible element listed", e.Selector)
+		}
+		n, err := p.Evaluate(ctx, fmt.Sprintf("document.querySelectorAll(%q).length", e.Selector))
+		if err != nil || n != "1" {
+			t.Errorf("selector %s matches %s elements (%v)", e.Selector, n, err)
+		}
+	}
+	want := []string{
+		`a[href="/repo/issues"]`, `a[href="/repo/pulls"]`, `a[href="/repo/actions"]`,
+		`li:nth-of-type(1) > a`, `li:nth-of-type(2) > a`, `li:nth-of-type(3) > a`,
+		`input[name="q"]`, `input[name="pw"]`, `button`,
+	}
+	if strings.Join(sels, " | ") != strings.Join(want, " | ") {
+		t.Errorf("selectors\n got %s\nwant %s", strings.Join(sels, " | "), strings.Join(want, " | "))
+	}
+	if len(els) > 0 && (els[0].Text != "Issues 12" || els[0].Href != "/repo/issues" || els[0].Tag != "a") {
+		t.Errorf("first element %+v", els[0])
+	}
+	if len(els) > 7 && (els[6].Placeholder != "Filter" || els[7].Label != "Password" || els[7].Type != "password") {
+		t.Errorf("inputs %+v %+v", els[6], els[7])
+	}
+	if lim, _ := p.Elements(ctx, "", 2); len(lim) != 2 {
+		t.Errorf("limit 2: %d elements", len(lim))
+	}
+	if none, err := p.Elements(ctx, "#absent", 0); err != nil || len(none) != 0 {
+		t.Errorf("Elements(#absent) = %v, %v", none, err)
+	}
+	// A listed selector works when used back.
+	if err := p.Click(ctx, els[4].Selector); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(p.URL(), "/x") {
+		t.Errorf("URL after clicking %s: %s", els[4].Selector, p.URL())
+	}
+}
+
+func TestLabelled(t *testing.T) {
+	p := page(t, "/repo")
+	ctx := context.Background()
+	pairs, err := p.Labelled(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]agent.LabelValue{}
+	for _, lv := range pairs {
+		got[lv.Label] = lv
+	}
+	for label, value := range map[string]string{
+		"Issues": "12", "Pull requests": "3", "Stars": "1,234", "Forks": "56",
+		"Default branch": "main", "License": "MIT", "build": "success", "lint": "failure",
+		"Language": "Go", "Latest release": "v1.2.0", "Installation": "go install example.com/acme/widgets@latest",
+	} {
+		lv, ok := got[label]
+		if !ok || lv.Value != value {
+			t.Errorf("label %q = %q (found %v), want %q", label, lv.Value, ok, value)
+			continue
+		}
+		txt, err := p.Text(ctx, lv.Selector)
+		if err != nil || !strings.Contains(txt, value) {
+			t.Errorf("label %q: selector %s reads %q, %v", label, lv.Selector, txt, err)
+		}
+	}
+	if lv := got["Default branch"]; lv.Selector != "#branch" {
+		t.Errorf("Default branch selector %q", lv.Selector)
+	}
+	if t.Failed() {
+		t.Logf("pairs: %+v", pairs)
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	p := page(t, "/")
+	ctx := context.Background()
+	for js, want := range map[string]string{
+		"document.title":             `"Home"`,
+		"document.title;":            `"Home"`,
+		"1 + 2":                      `3`,
+		"const x = 2; return x * 21": `42`,
+		"() => ({a: [1, 'b']})":      `{"a":[1,"b"]}`,
+		"function () { return location.pathname }": `"/"`,
+		"async () => 7": `7`,
+		"void 0":        `null`,
+	} {
+		got, err := p.Evaluate(ctx, js)
+		if err != nil || got != want {
+			t.Errorf("Evaluate(%q) = %s, %v; want %s", js, got, err, want)
+		}
+	}
+	if _, err := p.Evaluate(ctx, "nope.x"); err == nil || !strings.Contains(err.Error(), "nope is not defined") {
+		t.Errorf("Evaluate(nope.x) err = %v", err)
+	}
+	if err := p.Scroll(ctx, 200); err != nil {
+		t.Error(err)
+	}
+	if err := p.WaitFor(ctx, "", 50*time.Millisecond); err != nil {
+		t.Error(err)
+	}
+	if err := p.WaitFor(ctx, "#late-item", 3*time.Second); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestScreenshot(t *testing.T) {
+	p := page(t, "/")
+	ctx := context.Background()
+	b, mime, err := p.Screenshot(ctx)
+	if err != nil || mime != "image/png" || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("small page: %s %d bytes, %v", mime, len(b), err)
+	}
+	if err := p.Navigate(ctx, srv.URL+"/big"); err != nil {
+		t.Fatal(err)
+	}
+	b, mime, err = p.Screenshot(ctx)
+	if err != nil || mime != "image/jpeg" {
+		t.Fatalf("big page: %s %d bytes, %v", mime, len(b), err)
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
+	if err != nil || format != "jpeg" || cfg.Width != 1024 || len(b) > 400<<10 {
+		t.Errorf("big page: %s %dx%d, %d bytes, %v", format, cfg.Width, cfg.Height, len(b), err)
+	}
+}
+
+func TestExecOnRealPage(t *testing.T) {
+	p := page(t, "/repo")
+	ctx := context.Background()
+	r := agent.Exec(ctx, p, agent.Action{Tool: "extract", Value: "stars"}, t.TempDir())
+	if r.Error != "" || r.ExtractedContent != "1,234" {
+		t.Errorf("extract stars: %+v", r)
+	}
+	r = agent.Exec(ctx, p, agent.Action{Tool: "navigate", Value: "/search"}, "")
+	if r.Error != "" {
+		t.Fatal(r.Error)
+	}
+	r = agent.Exec(ctx, p, agent.Action{Tool: "type", Selector: "#q", Value: "memory", Submit: true}, "")
+	if r.Error != "" || !strings.HasSuffix(p.URL(), "?q=memory") {
+		t.Errorf("type+submit: %+v at %s", r, p.URL())
+	}
+}
+
+func TestLaunchCloseCleansUp(t *testing.T) {
+	if _, err := Launch(context.Background(), Options{Bin: "/nonexistent/chromium"}); !errors.Is(err, ErrNoChromium) ||
+		!strings.Contains(err.Error(), `chromium not found at /nonexistent/chromium: install it with "apt-get install chromium" or set PEM_CHROME`) {
+		t.Errorf("missing bin: %v", err)
+	}
+	b, err := Launch(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, pid := b.tmpDir, b.PID()
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("user data dir: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("user data dir %s left behind: %v", dir, err)
+	}
+	if !waitExit(pid, time.Second) {
+		t.Errorf("chromium %d still running after Close", pid)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func BenchmarkNewPage(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		p, err := shared.Open(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Close()
+	}
+}
+
+func BenchmarkNavigate(b *testing.B) {
+	ctx := context.Background()
+	p, err := shared.Open(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	for b.Loop() {
+		if err := p.Navigate(ctx, srv.URL+"/repo"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkClickLink(b *testing.B) {
+	ctx := context.Background()
+	p, err := shared.Open(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	for b.Loop() {
+		if err := p.Navigate(ctx, srv.URL+"/"); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Click(ctx, "#repo-link"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkClickInPage(b *testing.B) {
+	ctx := context.Background()
+	p, err := shared.Open(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Navigate(ctx, srv.URL+"/"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := p.Click(ctx, "#more"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLabelled(b *testing.B) {
+	ctx := context.Background()
+	p, err := shared.Open(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Navigate(ctx, srv.URL+"/repo"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := p.Labelled(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestDemoSite reads every demo task's answer as a labelled value, on the
+// drift variant, the way a generic explorer would.
+func TestDemoSite(t *testing.T) {
+	const round = 1
+	site := demosite.New(demosite.Options{Variant: demosite.Drift, Round: round})
+	base, stop, err := site.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	p := page(t, "")
+	ctx := context.Background()
+	ask := map[string]struct{ path, label string }{
+		"stars":                {"/acme/widgets", "stars"},
+		"open-issues":          {"/acme/widgets/issues", "open issues"},
+		"search-memory":        {"/acme/widgets/issues?q=memory", "matching issues"},
+		"open-pulls":           {"/acme/widgets/pulls", "open pull requests"},
+		"first-pull-checks":    {"/acme/widgets/pull/31/checks", "checks status"},
+		"latest-workflow":      {"/acme/widgets/actions", "status"},
+		"install-command":      {"/acme/widgets/blob/main/README.md", "installation"},
+		"getting-started":      {"/acme/widgets/blob/main/examples/getting-started.go", "file name"},
+		"default-branch":       {"/acme/widgets", "default branch"},
+		"unread-notifications": {"/notifications", "unread notifications"},
+	}
+	for _, task := range demosite.Tasks(base, round, demosite.Drift) {
+		switch task.ID {
+		case "first-issues":
+			if err := p.Navigate(ctx, base+"/acme/widgets/issues"); err != nil {
+				t.Fatal(err)
+			}
+			els, err := p.Elements(ctx, `a[href^="/acme/widgets/issues/"]`, 2)
+			if err != nil || len(els) != 2 || !demosite.Check(task, els[0].Text+"; "+els[1].Text) {
+				t.Errorf("%s: %+v, %v", task.ID, els, err)
+			}
+			continue
+		case "unread-notifications":
+			if err := p.Navigate(ctx, task.StartURL); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Type(ctx, `input[name="login"]`, "demo"); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Type(ctx, `input[type="password"]`, task.Secrets["demo_password"]); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Press(ctx, `input[type="password"]`, "Enter"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a := ask[task.ID]
+		if !strings.HasSuffix(p.URL(), a.path) {
+			if err := p.Navigate(ctx, base+a.path); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pairs, err := p.Labelled(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lv, ok := agent.BestLabel(pairs, a.label)
+		if !ok || !demosite.Check(task, lv.Value) {
+			t.Errorf("%s on %s: label %q → %+v (want %q)\npairs: %+v", task.ID, p.URL(), a.label, lv, task.Expected, pairs)
+		}
+	}
+}
