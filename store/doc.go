@@ -1,0 +1,31 @@
+// Package store keeps pem's knowledge tree on disk (format 1, DESIGN §2):
+//
+//	pem.yaml                                    the tree's format and policy
+//	traces/<domain>/<YYYY-MM-DD>/<trace-id>.yaml  immutable run records
+//	experience/<domain>/<intent-key>.yaml       derived evidence (consolidate writes it)
+//	facts/<domain>/<intent-key>.yaml            the reviewed knowledge
+//
+// There are only a few things here: Init creates a tree, Open opens one, and
+// *Store implements engine.Store on it; Marshal and Unmarshal are the
+// canonical YAML codec every package that touches tree files uses; Check
+// lists every bad file. The git side of the tree (InitRepo, commits, log,
+// diff) lives in git*.go.
+//
+// Guarantees:
+//   - Canonical YAML: the same value always encodes to the same bytes, and
+//     re-saving unchanged facts or experience does not touch the file.
+//   - Strict bounded reads: one document, known fields only, size caps per
+//     kind, a depth cap, no anchors or aliases, decoder panics recovered. A bad
+//     file is an error naming its path (engine.ErrCorrupt), never silently
+//     reset, and listing never reads file contents, so the rest still loads.
+//   - Atomic, crash-safe writes: temporary file, fsync, rename (link for
+//     traces, so an id is never overwritten), fsync of the directory.
+//   - Confinement: every access goes through one os.Root; names are
+//     validated, reserved names (.git, CON, …) and symlinks refused.
+//   - One writer lock per tree across processes: flock on .pem.lock.
+//   - Warm reads are cheap: decoded records and directory listings are cached
+//     and revalidated with one lstat (see cache.go).
+//
+// store imports engine and the standard library (plus go.yaml.in/yaml/v3 and
+// go-git for git*.go); never consolidate, deeplearn or agent.
+package store

@@ -1,0 +1,623 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+)
+
+var _ engine.Store = (*Store)(nil)
+
+// Options tune Open. A nil *Options or zero fields mean the defaults.
+type Options struct {
+	// Now is the clock, used to tell whether a file changed too recently to be
+	// cached (see racyWindow) and for lock waits. Default time.Now.
+	Now func() time.Time
+	// Logger receives warnings about bad files. Default: discard.
+	Logger *slog.Logger
+	// Revalidate, when > 0, serves a cached record or listing confirmed less
+	// than Revalidate ago without a new stat. Changes made through this Store
+	// are always seen at once; changes by other processes or editors are seen
+	// within Revalidate. 0 (the default) stats on every read: exact, and
+	// about one lstat per file a query touches. Long-running servers (pem
+	// serve, pem mcp) may set ~1s; see docs/performance.md.
+	Revalidate time.Duration
+}
+
+// Store is the knowledge tree on disk. It is safe for concurrent use; writers
+// in several processes coordinate with Lock.
+//
+// Records returned by Trace, Facts, Experience and Config are the caller's own
+// copies: mutating them never changes what the store returns next.
+type Store struct {
+	dir  string // absolute
+	root *os.Root
+	now  func() time.Time
+	log  *slog.Logger
+	// revalidate: see Options.Revalidate.
+	revalidate time.Duration
+
+	records *lru // facts, experience, pem.yaml
+	traces  *lru
+	dirs    *lru
+
+	closeOnce sync.Once
+}
+
+// Open opens the tree at dir. Returns engine.ErrNoTree (with the hint to run
+// pem init) when dir holds no pem.yaml. Close releases it.
+func Open(dir string, opts *Options) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening knowledge tree %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(filepath.Join(abs, configFile)); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s has no %s: run \"pem init %s\" to create one", engine.ErrNoTree, dir, configFile, dir)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("opening knowledge tree %s: %w", dir, err)
+	}
+	s := &Store{dir: abs, root: root, now: time.Now, log: slog.New(slog.DiscardHandler),
+		records: newLRU(maxRecordEntries), traces: newLRU(maxTraceEntries), dirs: newLRU(maxDirEntries)}
+	if opts != nil {
+		if opts.Now != nil {
+			s.now = opts.Now
+		}
+		if opts.Logger != nil {
+			s.log = opts.Logger
+		}
+		s.revalidate = max(opts.Revalidate, 0)
+	}
+	return s, nil
+}
+
+// Root returns the tree's absolute directory.
+func (s *Store) Root() string { return s.dir }
+
+// Close releases the tree's directory handle. The Store is unusable after.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() { err = s.root.Close() })
+	return err
+}
+
+func (s *Store) abs(rel string) string { return filepath.Join(s.dir, filepath.FromSlash(rel)) }
+
+// corrupt wraps a decode error with the path and what to do.
+func corrupt(rel string, err error) error {
+	if !errors.Is(err, engine.ErrCorrupt) {
+		err = fmt.Errorf("%w: %v", engine.ErrCorrupt, err)
+	}
+	return fmt.Errorf("%s: %w (fix or delete the file; pem check lists all bad files)", rel, err)
+}
+
+// load returns the decoded record at rel from the cache when the file is
+// unchanged, else reads, decodes and caches it. Decode errors are cached too,
+// so a bad file costs one decode until it changes. The value returned is the
+// cached one: callers copy it before handing it out.
+func (s *Store) load(ctx context.Context, c *lru, rel, kind string, immutable bool, decode func([]byte) (any, error)) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.revalidate > 0 {
+		if v, ok := c.fresh(rel, s.now(), s.revalidate); ok {
+			if err, isErr := v.(error); isErr {
+				return nil, err
+			}
+			return v, nil
+		}
+	}
+	// Fast path: one lstat. A hit returns only what was decoded from this very
+	// file (same device and inode), so the unconfined lstat reads nothing new.
+	if fi, err := os.Lstat(s.abs(rel)); err == nil && fi.Mode().IsRegular() {
+		if v, ok := c.get(rel, idOf(fi), s.now()); ok {
+			if err, isErr := v.(error); isErr {
+				return nil, err
+			}
+			return v, nil
+		}
+	}
+	start := s.now()
+	data, fi, err := s.readFile(rel, int64(MaxBytes(kind)))
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return nil, fmt.Errorf("%s: %w", rel, engine.ErrNotFound)
+	case errors.Is(err, errTooBig):
+		err = corrupt(rel, err)
+		s.log.Warn("bad file in the knowledge tree", "path", rel, "err", err)
+		return nil, err
+	case err != nil:
+		if errors.Is(err, engine.ErrUnsafePath) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
+	}
+	v, err := decode(data)
+	if err != nil {
+		err = corrupt(rel, err)
+		s.log.Warn("bad file in the knowledge tree", "path", rel, "err", err)
+		if immutable || trusted(fi, start) {
+			c.put(rel, idOf(fi), err, start)
+		}
+		return nil, err
+	}
+	if immutable || trusted(fi, start) {
+		c.put(rel, idOf(fi), v, start)
+	}
+	return v, nil
+}
+
+// checkFormat accepts formats this code can read.
+func checkFormat(f int) error {
+	switch {
+	case f == 0:
+		return fmt.Errorf("%w: no format field", engine.ErrCorrupt)
+	case f > engine.Format:
+		return fmt.Errorf("%w: format %d was written by a newer pem (this one reads format %d): upgrade pem", engine.ErrCorrupt, f, engine.Format)
+	case f < 0:
+		return fmt.Errorf("%w: format %d", engine.ErrCorrupt, f)
+	}
+	return nil
+}
+
+// Config reads pem.yaml; fields it leaves out keep engine.DefaultConfig's values.
+func (s *Store) Config(ctx context.Context) (engine.Config, error) {
+	v, err := s.load(ctx, s.records, configFile, KindConfig, false, decodeConfig)
+	if errors.Is(err, engine.ErrNotFound) {
+		return engine.Config{}, fmt.Errorf("%w: %s has no %s: run \"pem init %s\" to create one", engine.ErrNoTree, s.dir, configFile, s.dir)
+	}
+	if err != nil {
+		return engine.Config{}, err
+	}
+	return v.(engine.Config), nil
+}
+
+func decodeConfig(data []byte) (any, error) {
+	cfg := engine.DefaultConfig()
+	if err := Unmarshal(data, &cfg, KindConfig); err != nil {
+		return nil, err
+	}
+	if err := checkFormat(cfg.Format); err != nil {
+		return nil, err
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", engine.ErrCorrupt, err)
+	}
+	return cfg, nil
+}
+
+// PutTrace writes a new trace at traces/<domain>/<day>/<id>.yaml (day: UTC of
+// StartedAt). The file is linked into place, so an existing id is never
+// overwritten (engine.ErrExists). Ids are unique per domain and day by the
+// file system; a ULID makes a collision across days practically impossible.
+func (s *Store) PutTrace(ctx context.Context, t *engine.Trace) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if t == nil {
+		return "", errors.New("PutTrace: nil trace")
+	}
+	ref := RefOf(t)
+	if err := checkRef(ref); err != nil {
+		return "", fmt.Errorf("saving trace: %w", err)
+	}
+	if t.Format < 1 || t.Format > engine.Format {
+		return "", fmt.Errorf("saving trace %s: format %d: set it to %d", t.ID, t.Format, engine.Format)
+	}
+	data, err := Marshal(t)
+	if err != nil {
+		return "", fmt.Errorf("saving trace %s: %w", t.ID, err)
+	}
+	rel := TracePath(ref)
+	if len(data) > MaxTraceBytes {
+		return "", fmt.Errorf("%w: trace %s is %d bytes encoded, over the cap of %d: record fewer or shorter steps", engine.ErrTooLarge, t.ID, len(data), MaxTraceBytes)
+	}
+	err = s.createFile(rel, data)
+	s.forgetDirs(rel)
+	if errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("%s: %w: traces are immutable; save the run with a new id", rel, engine.ErrExists)
+	}
+	if err != nil {
+		return "", fmt.Errorf("saving trace %s: %w", rel, err)
+	}
+	return rel, nil
+}
+
+// forgetDirs drops the cached listings of rel's parents.
+func (s *Store) forgetDirs(rel string) {
+	for d := path.Dir(rel); d != "." && d != "/"; d = path.Dir(d) {
+		s.dirs.del(d)
+	}
+}
+
+// Trace reads one trace. Returns engine.ErrNotFound, or engine.ErrCorrupt
+// naming the path (also when the file's id, domain or day disagree with its place).
+func (s *Store) Trace(ctx context.Context, ref engine.TraceRef) (*engine.Trace, error) {
+	if err := checkRef(ref); err != nil {
+		return nil, err
+	}
+	rel := TracePath(ref)
+	v, err := s.load(ctx, s.traces, rel, KindTrace, true, traceDecoder(ref))
+	if err != nil {
+		return nil, err
+	}
+	return cloneTrace(v.(*engine.Trace)), nil
+}
+
+// DeleteTrace removes a trace, and its day and domain directories when they
+// become empty. A missing trace is not an error.
+func (s *Store) DeleteTrace(ctx context.Context, ref engine.TraceRef) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkRef(ref); err != nil {
+		return err
+	}
+	rel := TracePath(ref)
+	defer s.traces.del(rel)
+	defer s.forgetDirs(rel)
+	if err := s.noSymlinks(path.Dir(rel)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("deleting trace %s: %w", rel, err)
+	}
+	if err := s.root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("deleting trace %s: %w", rel, err)
+	}
+	// Removing a directory that is not empty fails: that is the check.
+	day := path.Dir(rel)
+	if s.root.Remove(day) == nil {
+		_ = s.root.Remove(path.Dir(day))
+	}
+	return nil
+}
+
+// TraceRefs lists the traces of domain ("" for every domain), oldest first
+// (by id, which is time-sortable). It reads directory names only; names that
+// are not a valid domain, day or trace id are skipped (Check reports them).
+func (s *Store) TraceRefs(ctx context.Context, domain string) ([]engine.TraceRef, error) {
+	var domains []string
+	if domain == "" {
+		ds, err := s.subdirs(ctx, tracesDir, checkDomain)
+		if err != nil {
+			return nil, err
+		}
+		domains = ds
+	} else {
+		if err := checkDomain(domain); err != nil {
+			return nil, err
+		}
+		domains = []string{domain}
+	}
+	var refs []engine.TraceRef
+	for _, d := range domains {
+		days, err := s.subdirs(ctx, tracesDir+"/"+d, checkDay)
+		if err != nil {
+			return nil, err
+		}
+		for _, day := range days {
+			ents, err := s.listDir(ctx, tracesDir+"/"+d+"/"+day)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range ents {
+				id, ok := strings.CutSuffix(e.name, yamlExt)
+				if ok && e.typ.IsRegular() && checkTraceID(id) == nil {
+					refs = append(refs, engine.TraceRef{Domain: d, Day: day, ID: id})
+				}
+			}
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		a, b := refs[i], refs[j]
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		if a.Domain != b.Domain {
+			return a.Domain < b.Domain
+		}
+		return a.Day < b.Day
+	})
+	return refs, nil
+}
+
+// Facts reads facts/<domain>/<key>.yaml.
+func (s *Store) Facts(ctx context.Context, domain, key string) (*engine.Facts, error) {
+	if err := checkDomain(domain); err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	v, err := s.load(ctx, s.records, FactsPath(domain, key), KindFacts, false, factsDecoder(domain, key))
+	if err != nil {
+		return nil, err
+	}
+	return cloneFacts(v.(*engine.Facts)), nil
+}
+
+// PutFacts writes facts/<domain>/<key>.yaml atomically in canonical form;
+// identical content leaves the file (bytes and mtime) as it was.
+func (s *Store) PutFacts(ctx context.Context, f *engine.Facts) (string, error) {
+	if f == nil {
+		return "", errors.New("PutFacts: nil facts")
+	}
+	return s.putRecord(ctx, f.Domain, f.IntentKey, f.Format, KindFacts, FactsPath, f)
+}
+
+// FactsKeys lists the intent keys with a facts file in domain, sorted.
+func (s *Store) FactsKeys(ctx context.Context, domain string) ([]string, error) {
+	return s.keys(ctx, factsDir, domain)
+}
+
+// Experience reads experience/<domain>/<key>.yaml.
+func (s *Store) Experience(ctx context.Context, domain, key string) (*engine.Experience, error) {
+	if err := checkDomain(domain); err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	v, err := s.load(ctx, s.records, ExperiencePath(domain, key), KindExperience, false, experienceDecoder(domain, key))
+	if err != nil {
+		return nil, err
+	}
+	return cloneExperience(v.(*engine.Experience)), nil
+}
+
+// PutExperience writes experience/<domain>/<key>.yaml atomically in
+// canonical form; identical content leaves the file as it was.
+func (s *Store) PutExperience(ctx context.Context, x *engine.Experience) (string, error) {
+	if x == nil {
+		return "", errors.New("PutExperience: nil experience")
+	}
+	return s.putRecord(ctx, x.Domain, x.IntentKey, x.Format, KindExperience, ExperiencePath, x)
+}
+
+// ExperienceKeys lists the intent keys with an experience file in domain, sorted.
+func (s *Store) ExperienceKeys(ctx context.Context, domain string) ([]string, error) {
+	return s.keys(ctx, experienceDir, domain)
+}
+
+func (s *Store) putRecord(ctx context.Context, domain, key string, format int, kind string, pathOf func(string, string) string, v any) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := checkDomain(domain); err != nil {
+		return "", fmt.Errorf("saving %s: %w", kind, err)
+	}
+	if err := checkKey(key); err != nil {
+		return "", fmt.Errorf("saving %s: %w", kind, err)
+	}
+	rel := pathOf(domain, key)
+	if format < 1 || format > engine.Format {
+		return "", fmt.Errorf("saving %s: format %d: set it to %d", rel, format, engine.Format)
+	}
+	data, err := Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("saving %s: %w", rel, err)
+	}
+	if max := MaxBytes(kind); len(data) > max {
+		return "", fmt.Errorf("%w: %s would be %d bytes, over the %s cap of %d", engine.ErrTooLarge, rel, len(data), kind, max)
+	}
+	wrote, err := s.replaceFile(rel, data, int64(MaxBytes(kind)))
+	if wrote {
+		s.records.del(rel)
+		s.forgetDirs(rel)
+	}
+	if err != nil {
+		return "", fmt.Errorf("saving %s: %w", rel, err)
+	}
+	return rel, nil
+}
+
+func (s *Store) keys(ctx context.Context, top, domain string) ([]string, error) {
+	if err := checkDomain(domain); err != nil {
+		return nil, err
+	}
+	ents, err := s.listDir(ctx, top+"/"+domain)
+	if err != nil {
+		return nil, err
+	}
+	keys := []string{}
+	for _, e := range ents {
+		k, ok := strings.CutSuffix(e.name, yamlExt)
+		if ok && e.typ.IsRegular() && checkKey(k) == nil {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// Domains lists every domain with traces, experience or facts, sorted.
+func (s *Store) Domains(ctx context.Context) ([]string, error) {
+	var all []string
+	for _, top := range []string{tracesDir, experienceDir, factsDir} {
+		ds, err := s.subdirs(ctx, top, checkDomain)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ds...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all), nil
+}
+
+// dirent is one cached directory entry.
+type dirent struct {
+	name string
+	typ  fs.FileMode // type bits only
+}
+
+// listDir lists dir sorted by name, skipping hidden names (temporary files,
+// .gitkeep). A missing directory is empty. The listing is cached until the
+// directory changes.
+func (s *Store) listDir(ctx context.Context, dir string) ([]dirent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.revalidate > 0 {
+		if v, ok := s.dirs.fresh(dir, s.now(), s.revalidate); ok {
+			return v.([]dirent), nil
+		}
+	}
+	fi, err := os.Lstat(s.abs(dir))
+	if err == nil && fi.IsDir() {
+		if v, ok := s.dirs.get(dir, idOf(fi), s.now()); ok {
+			return v.([]dirent), nil
+		}
+	}
+	start := s.now()
+	// The identity to cache under is taken before reading, so a change
+	// during the read shows as a different identity next time.
+	fi, err = s.root.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, unsafeSymlink(dir)
+	case !fi.IsDir():
+		return nil, fmt.Errorf("%w: %s is not a directory: move it away", engine.ErrUnsafePath, dir)
+	}
+	ents, err := s.rawList(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	if trusted(fi, start) {
+		s.dirs.put(dir, idOf(fi), ents, start)
+	}
+	return ents, nil
+}
+
+// subdirs lists the directories in dir whose names pass valid.
+func (s *Store) subdirs(ctx context.Context, dir string, valid func(string) error) ([]string, error) {
+	ents, err := s.listDir(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.typ.IsDir() && valid(e.name) == nil {
+			out = append(out, e.name)
+		}
+	}
+	return out, nil
+}
+
+// Lock takes the tree's writer lock: an exclusive flock on .pem.lock in the
+// tree root (ignored by git through the .gitignore Init writes). It waits
+// until ctx ends, then returns engine.ErrLocked. The kernel releases the lock
+// when the process dies, so it is never stale. release is idempotent.
+func (s *Store) Lock(ctx context.Context) (func() error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", engine.ErrLocked, err)
+	}
+	if fi, err := s.root.Lstat(lockFile); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file: delete it", engine.ErrUnsafePath, lockFile)
+	}
+	f, err := s.root.OpenFile(lockFile, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the lock %s: %w", s.abs(lockFile), err)
+	}
+	wait := time.Millisecond
+	for {
+		ok, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", s.abs(lockFile), err)
+		}
+		if ok {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return nil, fmt.Errorf("%w: another pem process is writing to %s (lock %s): %v; wait for it to finish and retry", engine.ErrLocked, s.dir, lockFile, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(wait*2, 20*time.Millisecond)
+	}
+	var once sync.Once
+	return func() error {
+		var err error
+		once.Do(func() {
+			err = unlock(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		})
+		return err
+	}, nil
+}
+
+// Decoders check a record against the place it is stored.
+
+func traceDecoder(ref engine.TraceRef) func([]byte) (any, error) {
+	return func(data []byte) (any, error) {
+		t := new(engine.Trace)
+		if err := Unmarshal(data, t, KindTrace); err != nil {
+			return nil, err
+		}
+		if err := checkFormat(t.Format); err != nil {
+			return nil, err
+		}
+		if got := RefOf(t); got != ref {
+			return nil, fmt.Errorf("%w: the file holds trace %s/%s/%s, not the one its path names", engine.ErrCorrupt, got.Domain, got.Day, got.ID)
+		}
+		return t, nil
+	}
+}
+
+func factsDecoder(domain, key string) func([]byte) (any, error) {
+	return func(data []byte) (any, error) {
+		f := new(engine.Facts)
+		if err := Unmarshal(data, f, KindFacts); err != nil {
+			return nil, err
+		}
+		if err := checkFormat(f.Format); err != nil {
+			return nil, err
+		}
+		if f.Domain != domain || f.IntentKey != key {
+			return nil, fmt.Errorf("%w: the file names %s/%s, not the entry its path names", engine.ErrCorrupt, f.Domain, f.IntentKey)
+		}
+		return f, nil
+	}
+}
+
+func experienceDecoder(domain, key string) func([]byte) (any, error) {
+	return func(data []byte) (any, error) {
+		x := new(engine.Experience)
+		if err := Unmarshal(data, x, KindExperience); err != nil {
+			return nil, err
+		}
+		if err := checkFormat(x.Format); err != nil {
+			return nil, err
+		}
+		if x.Domain != domain || x.IntentKey != key {
+			return nil, fmt.Errorf("%w: the file names %s/%s, not the entry its path names", engine.ErrCorrupt, x.Domain, x.IntentKey)
+		}
+		return x, nil
+	}
+}

@@ -1,0 +1,172 @@
+// Package treegen generates large knowledge trees for benchmarks: domains ×
+// intents entries, each with facts and experience, and traces spread over
+// the entries and the last 30 days. It writes files directly (no fsync, no
+// lock), in the canonical form store.Marshal gives, so the store reads them
+// as if pem had written them. Output depends only on the arguments.
+package treegen
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+)
+
+// Base is the generated tree's "now": traces start in the 30 days before it.
+var Base = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// Domain and Intent name the generated entries.
+func Domain(i int) string { return fmt.Sprintf("site%04d.example", i) }
+
+// Intent is the text of intent j.
+func Intent(j int) string { return fmt.Sprintf("find item %d details", j) }
+
+// URL is a page of domain i that intent j's entries match.
+func URL(i, j int) string { return fmt.Sprintf("https://%s/section%d/item/%d", Domain(i), j, 1000+j) }
+
+// Generate writes a tree into dir (initializing it first): domains×intents
+// entries with facts and experience, and `traces` traces spread evenly over
+// the entries, every one of them folded into its entry's experience.
+func Generate(ctx context.Context, dir string, domains, intents, traces int, seed int64) error {
+	if domains < 1 || intents < 1 || traces < 0 {
+		return fmt.Errorf("treegen: need at least 1 domain and 1 intent (have %d, %d)", domains, intents)
+	}
+	if _, err := store.Init(ctx, dir); err != nil {
+		return err
+	}
+	workers := max(1, runtime.GOMAXPROCS(0))
+	jobs := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range jobs {
+				if err := domain(dir, d, domains, intents, traces, seed); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var err error
+loop:
+	for d := 0; d < domains; d++ {
+		select {
+		case jobs <- d:
+		case err = <-errs:
+			break loop
+		case <-ctx.Done():
+			err = ctx.Err()
+			break loop
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
+}
+
+func domain(dir string, d, domains, intents, traces int, seed int64) error {
+	rng := rand.New(rand.NewSource(seed*1_000_003 + int64(d)))
+	pairs := domains * intents
+	for j := 0; j < intents; j++ {
+		pair := d*intents + j
+		n := traces / pairs
+		if pair < traces%pairs {
+			n++
+		}
+		x := &engine.Experience{}
+		for k := 0; k < n; k++ {
+			t := trace(rng, d, j, k)
+			if err := write(dir, store.TracePath(store.RefOf(t)), t); err != nil {
+				return err
+			}
+			x.Fold(t)
+		}
+		if x.Domain == "" {
+			x.Format, x.Domain, x.Intent, x.IntentKey = engine.Format, Domain(d), Intent(j), engine.IntentKey(Intent(j))
+		}
+		if err := write(dir, store.ExperiencePath(x.Domain, x.IntentKey), x); err != nil {
+			return err
+		}
+		f := facts(d, j)
+		if err := write(dir, store.FactsPath(f.Domain, f.IntentKey), f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func trace(rng *rand.Rand, d, j, k int) *engine.Trace {
+	at := Base.Add(-time.Duration(rng.Int63n(int64(30 * 24 * time.Hour))))
+	id, _ := engine.NewTraceID(at, rng)
+	n, _ := engine.NormalizeURL(URL(d, j))
+	t := &engine.Trace{Format: engine.Format, ID: id, Writer: "treegen", Session: fmt.Sprintf("s%d", rng.Intn(5)),
+		Task: Intent(j), Intent: Intent(j), IntentKey: engine.IntentKey(Intent(j)), TaskType: "lookup",
+		URL: n.URL, Domain: n.Domain, URLPattern: engine.Pattern(n), Outcome: engine.Success, StartedAt: at,
+		DurationMs: 500 + rng.Int63n(5000), PlannerCalls: 1}
+	t.Steps = []engine.Step{
+		{Seq: 1, Action: "navigate", URL: n.URL, OK: true, DurationMs: 300},
+		{Seq: 2, Action: "click", Selector: fmt.Sprintf("#tab-%d", j), OK: true, DurationMs: 40},
+		{Seq: 3, Action: "get_text", Selector: ".details .value", OK: true, Result: "value", DurationMs: 12},
+	}
+	if rng.Intn(5) == 0 {
+		t.Outcome = engine.Failure
+		t.Steps[2].OK, t.Steps[2].Error = false, "no element matches .details .value"
+		t.FailureCategory = engine.Classify(t)
+	}
+	t.Result = engine.Result{Answer: "value", FinalURL: n.URL}
+	return t
+}
+
+func facts(d, j int) *engine.Facts {
+	n, _ := engine.NormalizeURL(URL(d, j))
+	f := &engine.Facts{Format: engine.Format, Domain: Domain(d), Intent: Intent(j), IntentKey: engine.IntentKey(Intent(j)),
+		TaskType: "lookup", URLPatterns: []string{engine.Pattern(n)}, Status: engine.Verified,
+		Selectors: map[string]engine.Selector{
+			"tab":   {Primary: fmt.Sprintf("#tab-%d", j), Fallbacks: []string{"[role=tab]:nth-child(2)"}, Stability: 0.95},
+			"value": {Primary: ".details .value", Fallbacks: []string{"dd.value"}, Stability: 0.9},
+		},
+		Steps: []engine.Step{
+			{Seq: 1, Action: "navigate", URL: n.URL, OK: true},
+			{Seq: 2, Action: "click", Selector: fmt.Sprintf("#tab-%d", j), OK: true},
+			{Seq: 3, Action: "get_text", Selector: ".details .value", OK: true},
+		},
+		ExtractionQuery:  "the value in the details panel",
+		InteractionHints: []string{"the details tab loads lazily: wait for .details"},
+		KnownBlockers:    []engine.Blocker{{Type: "overlay_blocked", Selector: "#cookie-banner", Action: "click", Note: "accept cookies first"}},
+		AntiPatterns:     []string{".old-details"},
+		Provenance:       engine.Provenance{Sources: []string{"treegen"}, FirstSeen: Base.Add(-30 * 24 * time.Hour), LastVerified: Base.Add(-24 * time.Hour)},
+	}
+	f.Revision = f.ContentHash()
+	return f
+}
+
+func write(dir, rel string, v any) error {
+	b, err := store.Marshal(v)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(p, b, 0o644)
+	}
+	return nil
+}
