@@ -95,7 +95,7 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 		return nil, fmt.Errorf("%w: intent must be one line of text", ErrInvalid)
 	}
 	now := e.now()
-	started := now
+	started := now.Truncate(time.Second) // whole seconds keep the YAML readable
 	if in.StartedAt != nil {
 		started = in.StartedAt.UTC()
 	} else if in.Timestamp != nil {

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/pemdev/pem/engine"
+)
+
+// Exit codes. This table is the one place errors become exit codes; scripts
+// and cron jobs may rely on it (docs/cli.md repeats it).
+//
+//	0   ok
+//	1   internal or unknown error (I/O, a bug)
+//	2   usage or bad input: bad flags or arguments, invalid JSON, unknown
+//	    fields, a URL without a host, input over a cap
+//	3   no knowledge tree: run pem init
+//	4   not found
+//	5   the tree is locked by another writer
+//	6   a corrupt file in the tree
+//	7   an unsafe path: a name that would leave the tree, a symlink
+//	8   frozen: the change would alter a verified facts entry
+//	130 cancelled (SIGINT or SIGTERM)
+const (
+	exitOK        = 0
+	exitInternal  = 1
+	exitUsage     = 2
+	exitNoTree    = 3
+	exitNotFound  = 4
+	exitLocked    = 5
+	exitCorrupt   = 6
+	exitUnsafe    = 7
+	exitFrozen    = 8
+	exitCancelled = 130
+)
+
+// exitCodes maps error classes to codes, first match wins: a cancelled
+// command is cancelled whatever else went wrong, and a store condition is
+// more specific than the argument error that may wrap it.
+var exitCodes = []struct {
+	is   func(error) bool
+	code int
+	hint string // what to do, appended to the message unless it says so already
+}{
+	{isAny(context.Canceled, context.DeadlineExceeded), exitCancelled, "stopped by a signal; every file pem writes is written whole or not at all"},
+	{isAny(engine.ErrNoTree), exitNoTree, "run 'pem init' to create it, or point --knowledge (or PEM_KNOWLEDGE_DIR) at an existing tree"},
+	{isAny(engine.ErrLocked), exitLocked, "another pem process is writing this tree; run the command again when it has finished"},
+	{isAny(engine.ErrUnsafePath), exitUnsafe, "use names that stay inside the tree (no '..', no symlinks, no reserved names)"},
+	{isAny(engine.ErrCorrupt), exitCorrupt, "fix or remove the file named above; the rest of the tree is unaffected"},
+	{isAny(engine.ErrFrozen), exitFrozen, "verified entries change only through a new revision proposed by 'pem deep-learn'"},
+	{isAny(engine.ErrNotFound), exitNotFound, "check the name with 'pem experience list'"},
+	{isAny(engine.ErrBadTrace), exitUsage, "fix the trace JSON: its fields are listed by 'pem experience save --help'"},
+	{isAny(engine.ErrBadPatch), exitUsage, "fix the facts patch: its keys are listed by 'pem experience save --help'"},
+	{isUsage, exitUsage, "run the command with --help for usage"},
+}
+
+func isAny(targets ...error) func(error) bool {
+	return func(err error) bool {
+		for _, t := range targets {
+			if errors.Is(err, t) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// isUsage reports bad input: pem's own usage errors, the engine's argument and
+// parse errors, and over-cap records.
+func isUsage(err error) bool {
+	var u *usageError
+	return errors.As(err, &u) || isAny(engine.ErrInvalid, engine.ErrBadTrace, engine.ErrBadPatch, engine.ErrBadURL, engine.ErrTooLarge)(err)
+}
+
+// exitCode returns the exit code for err (0 for nil). Commands that decide
+// their own code return cli.Exit(msg, code), which is honoured as is.
+func exitCode(err error) int {
+	code, _ := classify(err)
+	return code
+}
+
+func classify(err error) (int, string) {
+	if err == nil {
+		return exitOK, ""
+	}
+	for _, e := range exitCodes {
+		if e.is(err) {
+			return e.code, e.hint
+		}
+	}
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode(), ""
+	}
+	return exitInternal, "if this persists, run with --verbose and report it"
+}
+
+// report prints err on stderr as "pem: <what happened>: <what to do>" and
+// returns its exit code.
+func report(stderr io.Writer, err error) int {
+	code, hint := classify(err)
+	if err == nil {
+		return code
+	}
+	msg := err.Error()
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) && strings.TrimSpace(msg) == "" {
+		return code // cli.Exit("", n): the command already said everything
+	}
+	if hint != "" && !strings.Contains(msg, ": run ") && !strings.Contains(msg, hint) {
+		msg += ": " + hint
+	}
+	fmt.Fprintf(stderr, "pem: %s\n", msg)
+	return code
+}
+
+// usageError is bad input found by the CLI itself (flags, arguments).
+type usageError struct{ err error }
+
+func (u *usageError) Error() string { return u.err.Error() }
+func (u *usageError) Unwrap() error { return u.err }
+
+// usagef returns a usage error (exit code 2). Say what was wrong and what to do.
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// interrupted is an error that happened because the command was cancelled.
+type interrupted struct{ err error }
+
+func (i *interrupted) Error() string   { return "interrupted: " + i.err.Error() }
+func (i *interrupted) Unwrap() []error { return []error{context.Canceled, i.err} }
