@@ -1,0 +1,811 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/pemdev/pem/engine"
+)
+
+// Explore is the offline planner: deterministic, no model, no network. It
+// reads the task's words and, on each turn,
+//
+//  1. signs in when the task says "sign in as USER" and the page has a
+//     password field (the user into the username field, a declared secret's
+//     {{secret:NAME}} placeholder into the password field, then Enter);
+//  2. searches when the task names a search with a quoted (or single-word)
+//     query and the page has a search field;
+//  3. answers from labelled values whose labels match the task's words
+//     (extract each, then done with the values joined by AnswerSep);
+//  4. otherwise follows the link or control whose text best matches the
+//     task's words (an ordinal — "first", "second", "latest" — picks that
+//     item of a list of similar links), never a page it already visited;
+//  5. gives up (done with no answer) when nothing on the page matches.
+//
+// It knows nothing of any particular site: only general web vocabulary
+// (sign in, search, ordinals) and token overlap. It keeps no state between
+// calls: everything it needs is in State (History holds the visited URLs),
+// so one Explore serves parallel runs.
+type Explore struct{}
+
+// NewExplore returns the explore planner.
+func NewExplore() *Explore { return &Explore{} }
+
+// Name is "explore".
+func (*Explore) Name() string { return "explore" }
+
+var _ Planner = (*Explore)(nil)
+
+// stopWords carry no meaning for matching links or labels.
+var stopWords = setOf("a", "an", "the", "of", "for", "and", "or", "to", "in", "on", "at", "is", "are", "be",
+	"what", "which", "who", "whose", "how", "many", "much", "read", "find", "get", "show", "tell", "me", "give",
+	"its", "it", "this", "that", "with", "from", "by", "as", "current", "currently", "value", "number", "count",
+	"report", "return", "answer", "please", "there", "then", "their", "do", "doe", "does", "did", "page", "see",
+	"look", "up", "all", "any", "my", "our", "your", "about", "into", "over", "i", "we", "you", "ha", "has",
+	"have", "wa", "was", "were", "will", "can", "under", "via", "using", "use", "go", "open", "visit", "navigate", "click",
+	"say", "says", "listed", "shown", "now", "right", "according", "accord", "total", "s")
+
+// Ordinal words pick the n-th item of a list ("latest" and "newest": lists
+// are newest first on most sites).
+var ordinals = map[string]int{"first": 1, "1st": 1, "latest": 1, "newest": 1, "recent": 1, "top": 1,
+	"second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5, "5th": 5}
+
+var (
+	signInRe  = regexp.MustCompile(`(?i)\b(?:sign|log)\s*-?\s*(?:in|on)\s+as\s+["'“]?([^\s"'”,;]+)`)
+	searchRe  = regexp.MustCompile(`(?i)\bsearch(?:es|ing)?\b`)
+	searchFor = regexp.MustCompile(`(?i)\bsearch\b(?:\s+[\p{L}\p{N}/_-]+){0,3}?\s+for\s+([\p{L}\p{N}_-]+)`)
+	// The asked-for attribute: "what is the X of …", "how many X does …",
+	// "report the X".
+	attrRes = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\b(?:what|which|who)(?:'s|\s+is|\s+are|\s+was|\s+were)?\s+(?:the\s+)?(.+?)(?:\s+(?:of|in|on|for|from|at|according|under|does|do|did|has|have|is|are)\b|[,?:;.!]|$)`),
+		regexp.MustCompile(`(?i)\bhow\s+many\s+(.+?)(?:\s+(?:does|do|did|are|is|were|in|on|of|for|has|have|at)\b|[,?:;.!]|$)`),
+		regexp.MustCompile(`(?i)\b(?:report|read|give|tell\s+me|show|get)\s+(?:me\s+)?(?:the\s+)?(.+?)(?:\s+(?:of|in|on|for|from|at)\b|[,?:;.!]|$)`),
+	}
+	signWords = setOf("sign", "log", "login", "signin", "logon")
+	userWords = setOf("user", "username", "login", "email", "mail", "account", "name", "id", "handle")
+	passWords = setOf("password", "pass", "passwd", "pw", "pwd", "secret")
+	textWords = setOf("title", "name", "text", "subject", "heading", "headline", "label")
+)
+
+// goal is what the task asks, parsed on each turn (cheap and stateless).
+type goal struct {
+	attr     []string // what is asked: the words a label should carry
+	entity   []string // where it is: the other content words
+	targets  []string // attr then entity
+	user     string   // sign in as …
+	query    string   // search for …
+	ordinals []int    // first, second, … in task order
+	words    map[string]bool
+}
+
+// parseGoal reads the task. Words of the start URL (the site, the item the
+// task is about, such as owner/repo) are context, not targets.
+func parseGoal(task, startURL string) goal {
+	g := goal{words: map[string]bool{}}
+	skip := map[string]bool{}
+	if m := signInRe.FindStringSubmatch(task); m != nil {
+		g.user = m[1]
+		for _, t := range stems(m[0]) {
+			skip[t] = true
+		}
+	}
+	text := placeholerRe.ReplaceAllString(task, " ")
+	if searchRe.MatchString(text) {
+		if q := TaskParams(text)["quote1"]; q != "" {
+			g.query = q
+		} else if m := searchFor.FindStringSubmatch(text); m != nil {
+			g.query = m[1]
+		}
+		for _, t := range stems(g.query) {
+			skip[t] = true
+		}
+		skip["search"] = true
+	}
+	if g.query != "" {
+		text = strings.Replace(text, g.query, " ", 1)
+	}
+	context := map[string]bool{}
+	if u, err := url.Parse(startURL); err == nil {
+		for _, t := range stems(u.Hostname() + " " + strings.NewReplacer("/", " ", "-", " ", "_", " ").Replace(u.Path)) {
+			context[t] = true
+		}
+	}
+	var all []string
+	for _, t := range stems(text) {
+		g.words[t] = true
+		if n, ok := ordinals[t]; ok {
+			g.ordinals = append(g.ordinals, n)
+			continue
+		}
+		if stopWords[t] || skip[t] || contains(all, t) {
+			continue
+		}
+		all = append(all, t)
+	}
+	var content []string
+	for _, t := range all {
+		if !context[t] {
+			content = append(content, t)
+		}
+	}
+	if len(content) == 0 {
+		content = all
+	}
+	// The attribute phrase, if the task has one.
+	first := -1
+	var phrase string
+	for _, re := range attrRes {
+		if m := re.FindStringSubmatchIndex(text); m != nil && (first < 0 || m[0] < first) {
+			first, phrase = m[0], text[m[2]:m[3]]
+		}
+	}
+	for _, t := range stems(phrase) {
+		if contains(content, t) && !contains(g.attr, t) {
+			g.attr = append(g.attr, t)
+		}
+	}
+	if len(g.attr) == 0 {
+		g.attr = content
+	}
+	for _, t := range content {
+		if !contains(g.attr, t) {
+			g.entity = append(g.entity, t)
+		}
+	}
+	g.targets = append(append([]string{}, g.attr...), g.entity...)
+	return g
+}
+
+// stems splits s into lower-case words and strips common English endings,
+// so "matching issues" meets "matches", "installs" meets "Installation".
+func stems(s string) []string {
+	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	for i, w := range words {
+		words[i] = stem(w)
+	}
+	return words
+}
+
+func stem(w string) string {
+	n := len(w)
+	switch {
+	case n > 4 && strings.HasSuffix(w, "ies"):
+		w = w[:n-3] + "y"
+	case n > 4 && (strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "sses") || strings.HasSuffix(w, "xes")):
+		w = w[:n-2]
+	case n > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
+		w = w[:n-1]
+	}
+	n = len(w)
+	switch {
+	case n > 7 && strings.HasSuffix(w, "ation"):
+		w = w[:n-5]
+	case n > 5 && strings.HasSuffix(w, "ing"):
+		w = w[:n-3]
+	case n > 4 && strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed"):
+		w = w[:n-2]
+	}
+	return w
+}
+
+// seen is what the history says about the run so far.
+type seen struct {
+	start    string          // the run's first URL
+	visited  map[string]bool // normalized URLs
+	clicked  map[string]bool // url + " " + selector
+	signedIn bool
+	searched bool
+	items    bool              // an item page (a URL with an id segment) was visited
+	here     map[string]string // extraction key → value, on the current page
+	order    []string          // extraction keys on the current page, in order
+	typed    map[string]string // selector → value typed on the current page
+	failed   map[string]bool   // selectors whose action failed
+}
+
+func readHistory(s *State, g goal) seen {
+	h := seen{visited: map[string]bool{}, clicked: map[string]bool{}, here: map[string]string{},
+		typed: map[string]string{}, failed: map[string]bool{}, start: s.URL}
+	if len(s.History) > 0 {
+		if a := s.History[0].Action; a.Tool == "navigate" && a.Value != "" {
+			h.start = a.Value
+		}
+	}
+	cur := normURL(s.URL)
+	h.visited[cur] = true
+	prev := ""
+	for _, t := range s.History {
+		u := normURL(t.URL)
+		h.visited[u] = true
+		if u != normURL(h.start) && isItemURL(u) {
+			h.items = true
+		}
+		a := t.Action
+		ok := t.Result.Error == ""
+		if !ok && a.Selector != "" && !t.Replayed {
+			h.failed[a.Selector] = true // a replayed miss may be a slow page: the elements say
+		}
+		switch a.Tool {
+		case "click":
+			h.clicked[prev+" "+a.Selector] = true
+		case "type":
+			if ok && len(SecretNamesIn(a.Value)) > 0 && a.Submit {
+				h.signedIn = true
+			}
+			if ok && g.query != "" && a.Value == g.query && a.Submit {
+				h.searched = true
+			}
+		}
+		prev = u
+	}
+	// What was done on the current page: the trailing turns that ended here.
+	start := len(s.History)
+	for start > 0 && normURL(s.History[start-1].URL) == cur {
+		start--
+	}
+	for _, t := range s.History[start:] {
+		a := t.Action
+		if t.Result.Error != "" {
+			continue
+		}
+		switch a.Tool {
+		case "extract":
+			key := a.Value
+			if a.Selector != "" {
+				key = "css:" + a.Selector
+			}
+			if _, dup := h.here[key]; !dup {
+				h.order = append(h.order, key)
+			}
+			h.here[key] = strings.TrimSpace(t.Result.ExtractedContent)
+		case "type":
+			h.typed[a.Selector] = a.Value
+		}
+	}
+	if cur != normURL(h.start) && isItemURL(cur) {
+		h.items = true
+	}
+	return h
+}
+
+// Next picks the next action.
+func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
+	if err := ctx.Err(); err != nil {
+		return Action{}, err
+	}
+	start := s.URL
+	if len(s.History) > 0 && s.History[0].Action.Tool == "navigate" {
+		start = s.History[0].Action.Value
+	}
+	g := parseGoal(s.Task, start)
+	h := readHistory(s, g)
+	last := s.MaxTurns > 0 && s.Turn >= s.MaxTurns
+	signing := g.user != "" && !h.signedIn
+
+	// 1. Sign in.
+	if signing {
+		if pw := findPassword(s.Elements); pw != nil && !h.failed[pw.Selector] {
+			if uf := findUser(s.Elements, pw); uf != nil && h.typed[uf.Selector] != g.user && !h.failed[uf.Selector] {
+				return Action{Tool: "type", Selector: uf.Selector, Value: g.user}, nil
+			}
+			name := pickSecret(s.SecretNames, g)
+			if name == "" {
+				return Action{Tool: "done"}, nil // no password declared: give up cleanly
+			}
+			return Action{Tool: "type", Selector: pw.Selector, Value: engine.SecretPlaceholder(name), Submit: true}, nil
+		}
+	}
+	// 2. Search.
+	if g.query != "" && !h.searched && !signing {
+		if f := findSearch(s.Elements); f != nil && !h.failed[f.Selector] {
+			return Action{Tool: "type", Selector: f.Selector, Value: g.query, Submit: true}, nil
+		}
+	}
+	// 3. Items of a list: their texts when the task asks for titles or
+	// names of the n-th items, else open the n-th item.
+	if len(g.ordinals) > 0 && !signing {
+		if items := itemList(s, g); len(items) > 0 {
+			if wantsText(g) {
+				var vals []string
+				for _, n := range g.ordinals {
+					if n > len(items) {
+						break
+					}
+					key := "css:" + items[n-1].Selector
+					v, ok := h.here[key]
+					if !ok {
+						return Action{Tool: "extract", Selector: items[n-1].Selector}, nil
+					}
+					vals = append(vals, v)
+				}
+				if len(vals) > 0 {
+					return Action{Tool: "done", Value: strings.Join(vals, AnswerSep)}, nil
+				}
+			} else if !h.items && g.ordinals[0] <= len(items) && !last {
+				return Action{Tool: "click", Selector: items[g.ordinals[0]-1].Selector}, nil
+			}
+		}
+	}
+	// 4. A labelled value that carries every asked-for word answers; else
+	// follow the best link; else the best partial value.
+	best, full, asked := bestValue(s.Labels, g)
+	answer := func(lv LabelValue) Action {
+		if v, ok := h.here[lv.Label]; ok {
+			return Action{Tool: "done", Value: v}
+		}
+		return Action{Tool: "extract", Value: lv.Label}
+	}
+	if best != nil && full && !signing {
+		return answer(*best), nil
+	}
+	if !last {
+		have := best
+		if !asked {
+			have = nil // a value of the other words only does not stop the search
+		}
+		if link, _ := bestLink(s, g, h, have); link != nil {
+			return Action{Tool: "click", Selector: link.Selector}, nil
+		}
+	}
+	if best != nil && !signing {
+		return answer(*best), nil
+	}
+	// 5. Text blocks: list headings, paragraphs and code, then read the best.
+	if !signing && !last {
+		if a, ok := textAnswer(s, g, h); ok {
+			return a, nil
+		}
+	}
+	return Action{Tool: "done"}, nil
+}
+
+func wantsText(g goal) bool {
+	for _, t := range g.attr {
+		if textWords[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// bestValue picks the labelled value whose label best carries the asked-for
+// words (then the other task words, then the shortest label; a label made
+// only of other task words, such as "Saturday" for "opening hours on
+// Saturday", is a partial answer); full is true when it carries all the
+// asked-for words, asked when it carries at least one.
+func bestValue(labels []LabelValue, g goal) (best *LabelValue, full, asked bool) {
+	var bA, bE int
+	var bP float64
+	seenLabel := map[string]bool{}
+	for i := range labels {
+		lv := &labels[i]
+		if seenLabel[lv.Label] {
+			continue // the first of several same-named values
+		}
+		seenLabel[lv.Label] = true
+		lt := contentStems(lv.Label)
+		if len(lt) == 0 {
+			continue
+		}
+		a, e := 0, 0
+		for _, t := range dedupe(lt) {
+			switch {
+			case contains(g.attr, t):
+				a++
+			case contains(g.entity, t):
+				e++
+			}
+		}
+		if a+e == 0 {
+			continue
+		}
+		p := float64(a+e) / float64(len(dedupe(lt)))
+		if p < 0.5 || a == 0 && p < 1 {
+			continue // a label of other words, or only partly about the task
+		}
+		if best == nil || a > bA || a == bA && (p > bP || p == bP && e > bE) {
+			best, bA, bE, bP = lv, a, e, p
+		}
+	}
+	return best, best != nil && bA == len(g.attr), bA > 0
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if !contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// bestLink scores the visible links and controls by the task words in their
+// text and label (asked-for words count double) or, at half weight, in their
+// URL path. Visited targets, controls already clicked on this page and
+// links that add nothing to the best value already on the page are skipped.
+func bestLink(s *State, g goal, h seen, have *LabelValue) (*Element, float64) {
+	cur := normURL(s.URL)
+	signing := g.user != "" && !h.signedIn
+	if len(g.targets) == 0 && !signing {
+		return nil, 0
+	}
+	covered := map[string]bool{}
+	if have != nil {
+		for _, t := range contentStems(have.Label) {
+			covered[t] = true
+		}
+	}
+	total := float64(2*len(g.attr) + len(g.entity))
+	var best *Element
+	bestScore := 0.0
+	for i := range s.Elements {
+		e := &s.Elements[i]
+		if !e.Visible || !clickable(e) || h.failed[e.Selector] || h.clicked[cur+" "+e.Selector] {
+			continue
+		}
+		if e.Href != "" {
+			target := normURL(resolve(s.URL, e.Href))
+			if target == "" || h.visited[target] || strings.HasPrefix(strings.ToLower(e.Href), "javascript:") {
+				continue
+			}
+		}
+		weigh := func(toks []string) (float64, bool) {
+			a, n, fresh := 0, 0, false
+			for _, t := range dedupe(toks) {
+				switch {
+				case contains(g.attr, t):
+					a++
+				case contains(g.entity, t):
+					n++
+				default:
+					continue
+				}
+				if !covered[t] {
+					fresh = true
+				}
+			}
+			return float64(2*a+n) / total, a > 0 || fresh
+		}
+		score, useful := weigh(contentStems(e.Text + " " + e.Label))
+		if score == 0 {
+			score, useful = weigh(hrefStems(e.Href))
+			score /= 2
+		}
+		if !useful {
+			score = 0
+		}
+		isSign := false
+		for _, t := range stems(e.Text + " " + e.Label) {
+			if signWords[t] {
+				isSign = true
+			}
+		}
+		switch {
+		case signing && isSign:
+			score += 1 // signing in comes first
+		case isSign:
+			score = 0 // never wander into sign-in or sign-out
+		}
+		if score > 0 && s.Memory != "" && strings.Contains(s.Memory, strconvQuote(e.Selector)) {
+			score += 0.25 // memory's hint: the route used this control
+		}
+		if score > bestScore {
+			best, bestScore = e, score
+		}
+	}
+	return best, bestScore
+}
+
+// itemList returns the page's list of similar item links (hrefs that differ
+// only in an id segment, such as /orders/17, /orders/18) whose path words
+// match the task, in page order; of several, the best matching, then the
+// longest.
+func itemList(s *State, g goal) []*Element {
+	groups := map[string][]*Element{}
+	var keys []string
+	for i := range s.Elements {
+		e := &s.Elements[i]
+		if !e.Visible || e.Href == "" {
+			continue
+		}
+		u, err := url.Parse(resolve(s.URL, e.Href))
+		if err != nil {
+			continue
+		}
+		segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+		if len(segs) == 0 || !isIDSegment(segs[len(segs)-1]) {
+			continue
+		}
+		key := strings.Join(segs[:len(segs)-1], "/")
+		if _, ok := groups[key]; !ok {
+			keys = append(keys, key)
+		}
+		if !containsEl(groups[key], e.Href) {
+			groups[key] = append(groups[key], e)
+		}
+	}
+	var bestKey string
+	bestHits, bestLen := -1, 0
+	for _, k := range keys {
+		hits := 0
+		for _, t := range dedupe(hrefStems(k)) {
+			if contains(g.targets, t) {
+				hits++
+			}
+		}
+		n := len(groups[k])
+		if n < 2 {
+			continue
+		}
+		if hits > bestHits || hits == bestHits && n > bestLen {
+			bestKey, bestHits, bestLen = k, hits, n
+		}
+	}
+	return groups[bestKey]
+}
+
+func containsEl(els []*Element, href string) bool {
+	for _, e := range els {
+		if e.Href == href {
+			return true
+		}
+	}
+	return false
+}
+
+// strconvQuote quotes s as engine.RenderMemory quotes stored strings.
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// textAnswer reads a block of text when no label answers: it first lists
+// the page's text blocks (one get_elements step), then extracts the one
+// whose words best match the task.
+func textAnswer(s *State, g goal, h seen) (Action, bool) {
+	if len(g.targets) == 0 {
+		return Action{}, false
+	}
+	const blocks = "h1, h2, h3, p, pre, code, li, td, dd"
+	var listing string
+	for i := len(s.History) - 1; i >= 0; i-- {
+		t := s.History[i]
+		if normURL(t.URL) != normURL(s.URL) {
+			break
+		}
+		if t.Action.Tool == "get_elements" && t.Action.Selector == blocks {
+			listing = t.Result.ExtractedContent
+			if t.Result.Error != "" {
+				return Action{}, false
+			}
+			break
+		}
+	}
+	if listing == "" {
+		for _, t := range s.History {
+			if normURL(t.URL) == normURL(s.URL) && t.Action.Tool == "get_elements" && t.Action.Selector == blocks {
+				return Action{}, false // listed once here already
+			}
+		}
+		return Action{Tool: "get_elements", Selector: blocks, Amount: 200}, true
+	}
+	if len(h.order) > 0 {
+		return Action{Tool: "done", Value: h.here[h.order[0]]}, true
+	}
+	bestSel, best := "", 0.0
+	for _, line := range strings.Split(listing, "\n") {
+		sel, text, ok := parseListing(line)
+		if !ok || h.failed[sel] {
+			continue
+		}
+		toks := dedupe(contentStems(text))
+		if len(toks) == 0 {
+			continue
+		}
+		a, n := 0, 0
+		for _, t := range toks {
+			switch {
+			case contains(g.attr, t):
+				a++
+			case contains(g.entity, t):
+				n++
+			}
+		}
+		// Blocks that carry the asked-for words, then the others, then short ones.
+		score := float64(2*a+n)/float64(2*len(g.attr)+len(g.entity)) + 0.1*float64(a+n)/float64(len(toks))
+		if a > 0 && score > best {
+			bestSel, best = sel, score
+		}
+	}
+	if bestSel == "" {
+		return Action{}, false
+	}
+	return Action{Tool: "extract", Selector: bestSel}, true
+}
+
+// parseListing reads one FormatElements line: `selector tag "text" …`.
+func parseListing(line string) (sel, text string, ok bool) {
+	i := strings.Index(line, ` "`)
+	if i < 0 {
+		return "", "", false
+	}
+	head := strings.Fields(line[:i])
+	if len(head) < 2 {
+		return "", "", false
+	}
+	sel = strings.Join(head[:len(head)-1], " ")
+	rest := line[i+2:]
+	j := strings.Index(rest, `"`)
+	for j > 0 && rest[j-1] == '\\' {
+		k := strings.Index(rest[j+1:], `"`)
+		if k < 0 {
+			break
+		}
+		j += k + 1
+	}
+	if j < 0 {
+		return "", "", false
+	}
+	return sel, rest[:j], true
+}
+
+func clickable(e *Element) bool {
+	switch e.Tag {
+	case "a", "button":
+		return true
+	case "input":
+		t := strings.ToLower(e.Type)
+		return t == "submit" || t == "button"
+	}
+	return e.Role == "button" || e.Role == "tab" || e.Role == "link"
+}
+
+func findPassword(els []Element) *Element {
+	for i := range els {
+		if els[i].Visible && strings.EqualFold(els[i].Type, "password") {
+			return &els[i]
+		}
+	}
+	return nil
+}
+
+// findUser is the username field: a text or email input whose name, label,
+// placeholder or selector says user/login/email, else the last text input
+// before the password field.
+func findUser(els []Element, pw *Element) *Element {
+	var before *Element
+	for i := range els {
+		e := &els[i]
+		if e == pw || e.Selector == pw.Selector {
+			break
+		}
+		if !e.Visible || e.Tag != "input" {
+			continue
+		}
+		t := strings.ToLower(e.Type)
+		if t != "" && t != "text" && t != "email" && t != "tel" {
+			continue
+		}
+		for _, w := range stems(e.Name + " " + e.Label + " " + e.Placeholder + " " + e.Selector) {
+			if userWords[w] {
+				return e
+			}
+		}
+		before = e
+	}
+	return before
+}
+
+// pickSecret chooses the secret to type as the password: one whose name
+// says password, else one whose name shares a word with the task, else the
+// only one.
+func pickSecret(names []string, g goal) string {
+	for _, n := range names {
+		for _, t := range stems(strings.NewReplacer("_", " ", "-", " ", ".", " ").Replace(n)) {
+			if passWords[t] {
+				return n
+			}
+		}
+	}
+	for _, n := range names {
+		for _, t := range stems(strings.NewReplacer("_", " ", "-", " ", ".", " ").Replace(n)) {
+			if g.words[t] {
+				return n
+			}
+		}
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return ""
+}
+
+// findSearch is a search field: type=search, role=searchbox, name q/query/
+// search, or a placeholder or label saying search.
+func findSearch(els []Element) *Element {
+	for i := range els {
+		e := &els[i]
+		if !e.Visible || (e.Tag != "input" && e.Tag != "textarea") {
+			continue
+		}
+		t := strings.ToLower(e.Type)
+		n := strings.ToLower(e.Name)
+		if t == "search" || e.Role == "searchbox" || n == "q" || n == "query" || n == "search" || n == "s" ||
+			strings.Contains(strings.ToLower(e.Placeholder+" "+e.Label), "search") {
+			return e
+		}
+	}
+	return nil
+}
+
+func contentStems(s string) []string {
+	var out []string
+	for _, t := range stems(s) {
+		if !stopWords[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func hrefStems(href string) []string {
+	u, err := url.Parse(href)
+	if err != nil {
+		return nil
+	}
+	return contentStems(strings.NewReplacer("/", " ", "-", " ", "_", " ", ".", " ").Replace(u.Path))
+}
+
+func resolve(base, href string) string {
+	u, err := ResolveURL(base, href)
+	if err != nil {
+		return ""
+	}
+	return u
+}
+
+func normURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	n, err := engine.NormalizeURL(u)
+	if err != nil {
+		return u
+	}
+	return n.URL
+}
+
+// isItemURL reports whether a URL names one item: a path segment that is an
+// id (a number, a hash, a code with digits).
+func isItemURL(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	for _, s := range strings.Split(p.Path, "/") {
+		if isIDSegment(s) {
+			return true
+		}
+	}
+	return false
+}
+
+var idSegRe = regexp.MustCompile(`^(\d+|[0-9a-f]{7,40})$`)
+
+func isIDSegment(s string) bool {
+	return idSegRe.MatchString(s) && strings.ContainsAny(s, "0123456789")
+}
+
+func setOf(xs ...string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}

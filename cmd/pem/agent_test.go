@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pemdev/pem/agent/demosite"
+	"github.com/pemdev/pem/agent/rod"
+)
+
+func TestParseTasks(t *testing.T) {
+	jl := "{\"task\":\"count stars\",\"url\":\"https://a.example/\"}\n\n{\"task\":\"b\",\"url\":\"https://b.example/\",\"params\":{\"q\":\"x\"}}\n"
+	got, err := parseTasks([]byte(jl))
+	if err != nil || len(got) != 2 || got[1].Params["q"] != "x" {
+		t.Fatalf("%+v %v", got, err)
+	}
+	y := "- task: count stars\n  url: https://a.example/\n  intent: stars\n"
+	got, err = parseTasks([]byte(y))
+	if err != nil || len(got) != 1 || got[0].Intent != "stars" {
+		t.Fatalf("%+v %v", got, err)
+	}
+	for _, bad := range []string{"{\"task\":\"x\"}\n", "- task: x\n  url: u\n  colour: red\n", "", "{\"task\":\"x\",\"url\":\"u\",\"extra\":1}"} {
+		if _, err := parseTasks([]byte(bad)); err == nil {
+			t.Errorf("parseTasks(%q) accepted bad input", bad)
+		}
+	}
+	if _, err := parseParams([]string{"novalue"}); err == nil {
+		t.Error("--param without = accepted")
+	}
+}
+
+func needChromium(t *testing.T) {
+	t.Helper()
+	if _, err := rod.Bin(""); err != nil {
+		t.Fatalf("install chromium: apt-get install chromium (%v)", err)
+	}
+}
+
+func runPem(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"pem"}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestAgentRunCommand(t *testing.T) {
+	needChromium(t)
+	ctx := context.Background()
+	site := demosite.New(demosite.Options{})
+	base, stop, err := site.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	dir := filepath.Join(t.TempDir(), "k")
+	if code, _, errs := runPem(t, "init", dir); code != 0 {
+		t.Fatalf("init: %s", errs)
+	}
+	task := "How many stars does the acme/widgets repository have?"
+	code, out, errs := runPem(t, "--knowledge", dir, "agent", "run", task, "--url", base+"/acme/widgets")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	line := regexp.MustCompile(`(?m)^tier P5 · \d+ steps · [1-9]\d* planner calls · trace traces/127\.0\.0\.1/\S+\.yaml$`)
+	if !strings.HasPrefix(out, "1,234\n") || !line.MatchString(out) {
+		t.Fatalf("cold output:\n%s", out)
+	}
+	code, out, errs = runPem(t, "--knowledge", dir, "agent", "run", task, "--url", base+"/acme/widgets", "--json")
+	var res runJSON
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if res.Tier != "P2" || res.PlannerCalls != 0 || !res.Success || res.Answer != "1,234" {
+		t.Fatalf("warm: %+v", res)
+	}
+
+	// Secrets from the environment, tasks from a file, two at once.
+	t.Setenv("PEM_TEST_DEMO_PW", demosite.DemoPassword)
+	tasks := filepath.Join(t.TempDir(), "tasks.jsonl")
+	login := `{"task":"Sign in as demo with the password {{secret:demo_password}} and report the unread notifications count.","url":"` + base + `/login?return_to=%2Fnotifications"}`
+	branch := `{"task":"What is the default branch of acme/widgets?","url":"` + base + `/acme/widgets"}`
+	os.WriteFile(tasks, []byte(login+"\n"+branch+"\n"), 0o600)
+	code, out, errs = runPem(t, "--knowledge", dir, "--verbose", "agent", "run", "--tasks", tasks, "--parallel", "2", "--secret", "demo_password=PEM_TEST_DEMO_PW")
+	if code != 0 || !strings.Contains(out, "\n  3\n") || !strings.Contains(out, "\n  main\n") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if strings.Contains(out+errs, demosite.DemoPassword) {
+		t.Fatal("the secret reached stdout or stderr")
+	}
+	// Undeclared secret: a usage error, nothing run.
+	code, _, errs = runPem(t, "--knowledge", dir, "agent", "run", "log in with {{secret:nope}}", "--url", base+"/login")
+	if code != exitUsage || !strings.Contains(errs, "nope") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if code, _, errs = runPem(t, "--knowledge", dir, "agent", "run", "x", "--url", base, "--planner", "gpt"); code != exitUsage {
+		t.Fatalf("unknown planner: exit %d %s", code, errs)
+	}
+}
+
+func TestDemoCommand(t *testing.T) {
+	needChromium(t)
+	dir := filepath.Join(t.TempDir(), "k")
+	code, out, errs := runPem(t, "--knowledge", dir, "demo", "--json", "--rounds", "2", "--only", "stars,latest-workflow,unread-notifications")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	var v struct {
+		Runs   []demoRun `json:"runs"`
+		Totals struct {
+			Cold, Warm totals
+		} `json:"totals"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(v.Runs) != 6 || v.Totals.Cold.Successes != 3 || v.Totals.Warm.Successes != 3 || v.Totals.Warm.PlannerCalls != 0 || v.Totals.Cold.PlannerCalls == 0 {
+		t.Fatalf("%+v", v)
+	}
+	for _, r := range v.Runs {
+		if r.Round == 2 && r.Tier != "P2" {
+			t.Errorf("warm %s ran at %s", r.Task, r.Tier)
+		}
+	}
+	if strings.Contains(out+errs, demosite.DemoPassword) {
+		t.Fatal("the demo password reached stdout or stderr")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pem.yaml")); err != nil {
+		t.Fatalf("the demo did not use --knowledge: %v", err)
+	}
+}
