@@ -366,12 +366,28 @@ func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, err
 		return r, nil
 	}
 	r := e.recall(en, n, cfg.Policy)
+	r.Match = MatchExact
 	if why != "" {
-		r.Warnings = append(r.Warnings, why)
+		// Another task's route is a hint, never something to replay.
+		r.Match = MatchOverlap
+		if strings.TrimSpace(intent) == "" {
+			r.Match = MatchURL
+		}
+		if r.Tier == P1 || r.Tier == P2 {
+			r.Tier = P3
+		}
+		r.Warnings = append(r.Warnings, why+"; tier capped at P3 (hints only)")
 	}
 	r.Warnings = append(r.Warnings, warnings...)
 	return r, nil
 }
+
+// How a Recall's entry was found.
+const (
+	MatchExact   = "exact"   // the intent's key
+	MatchOverlap = "overlap" // another intent of the domain sharing words: at most P3
+	MatchURL     = "url"     // no intent given, matched by URL pattern: at most P3
+)
 
 // recallKey answers for one exact key (used after a save).
 func (e *Engine) recallKey(ctx context.Context, domain, key, _ string) (*Recall, error) {

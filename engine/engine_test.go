@@ -263,7 +263,7 @@ func TestQueryIntentMatching(t *testing.T) {
 		Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "get_text", Selector: "#pr-count"}}}})
 
 	r := query(t, e, "https://github.com/pemdev/pem/issues", "open issues count")
-	if r.IntentKey != "open-issues-count" || len(r.Warnings) != 0 {
+	if r.IntentKey != "open-issues-count" || len(r.Warnings) != 0 || r.Match != engine.MatchExact || r.Tier != engine.P2 {
 		t.Errorf("exact: %+v", r)
 	}
 	r = query(t, e, "https://github.com/pemdev/pem/issues", "How many open issues? count them")
@@ -272,6 +272,10 @@ func TestQueryIntentMatching(t *testing.T) {
 	}
 	if r.Tier == engine.P5 || r.Steps[0].Selector != "#issues-count" {
 		t.Errorf("overlap match lost the route: %+v", r)
+	}
+	// Another task's route is never replayed: at most hints.
+	if r.Match != engine.MatchOverlap || r.Tier != engine.P3 {
+		t.Errorf("overlap match: match %q tier %s, want overlap at P3", r.Match, r.Tier)
 	}
 	r = query(t, e, "https://github.com/pemdev/pem/issues", "open pull requests")
 	if r.IntentKey != "open-pull-requests" {
@@ -282,8 +286,8 @@ func TestQueryIntentMatching(t *testing.T) {
 	}
 	// No intent: the most specific URL pattern decides.
 	r = query(t, e, "https://github.com/pemdev/pem/pulls", "")
-	if r.IntentKey != "open-pull-requests" || !containsSub(r.Warnings, "URL pattern") {
-		t.Errorf("no intent: key %q warnings %q", r.IntentKey, r.Warnings)
+	if r.IntentKey != "open-pull-requests" || !containsSub(r.Warnings, "URL pattern") || r.Match != engine.MatchURL || r.Tier != engine.P3 {
+		t.Errorf("no intent: key %q warnings %q match %q tier %s", r.IntentKey, r.Warnings, r.Match, r.Tier)
 	}
 	if r = query(t, e, "https://github.com/elsewhere", ""); r.Tier != engine.P5 {
 		t.Errorf("no intent, no pattern match: %+v", r)

@@ -32,6 +32,7 @@ type Recall struct {
 	SuccessCount     int                 `json:"success_count"`
 	FailureCount     int                 `json:"failure_count"`
 	Source           string              `json:"source,omitempty"` // "facts" or "traces" (not yet consolidated)
+	Match            string              `json:"match,omitempty"`  // exact, overlap or url (see MatchExact)
 }
 
 // emptyRecall is P5 with empty (not null) lists, so JSON consumers can iterate.
