@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/pemdev/pem/consolidate"
+	"github.com/pemdev/pem/store"
+)
+
+func init() { register(newConsolidateCmd, newServeCmd) }
+
+// deepLearnJob is pem serve's deep-learn job; the deep-learn command sets it.
+// It must take the tree lock itself if it writes to the tree.
+var deepLearnJob func(ctx context.Context, st *store.Store) error
+
+func newConsolidateCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "consolidate",
+		Usage: "fold new traces into experience and facts, move statuses, expire old traces, commit",
+		Description: "Takes the tree lock, folds every trace not folded yet into experience (a trace counts once, ever),\n" +
+			"recomputes confidence, moves facts statuses (hypothesis → candidate → verified, verified → contested),\n" +
+			"creates and updates facts from the evidence (verified content is frozen), deletes folded traces older\n" +
+			"than ttl_days, and commits exactly what it wrote (each promotion to verified in its own commit).\n" +
+			"Nothing new: no write, no commit. --dry-run prints every planned change with its reason.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "now", Usage: "consolidate as of `TIME` (RFC 3339 or YYYY-MM-DD) instead of the clock"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and write nothing"},
+			&cli.BoolFlag{Name: "no-commit", Usage: "write the tree but make no git commit"},
+		},
+		Action: runConsolidate,
+	}
+}
+
+// parseNow reads --now.
+func parseNow(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, usagef("--now %q: give a time as 2025-03-10T12:00:00Z or a day as 2025-03-10", s)
+}
+
+func consolidateOptions(c *cli.Context) (consolidate.Options, error) {
+	opts := consolidate.Options{
+		DryRun:   c.Bool("dry-run"),
+		NoCommit: c.Bool("no-commit"),
+		Logger:   logger(c),
+	}
+	if s := c.String("now"); s != "" {
+		now, err := parseNow(s)
+		if err != nil {
+			return opts, err
+		}
+		opts.Now = func() time.Time { return now }
+	}
+	return opts, nil
+}
+
+func runConsolidate(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("consolidate takes no arguments, got %q", c.Args().First())
+	}
+	opts, err := consolidateOptions(c)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stderr := c.App.ErrWriter
+	opts.Progress = progressPrinter(stderr)
+	res, err := consolidate.Run(c.Context, st, opts)
+	if err != nil {
+		return fmt.Errorf("consolidating %s: %w", st.Root(), err)
+	}
+	out := c.App.Writer
+	if opts.DryRun {
+		fmt.Fprint(out, res.Plan.String())
+		return nil
+	}
+	for _, w := range res.Plan.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	summary := res.Plan.Summary()
+	switch {
+	case res.Recovered > 0:
+		summary += fmt.Sprintf("; completed %d commits of an interrupted run", res.Recovered)
+	}
+	switch {
+	case opts.NoCommit && !res.Plan.Empty():
+		summary += " (not committed)"
+	case len(res.Commits) > 0:
+		summary += fmt.Sprintf("; %d %s, HEAD %s", len(res.Commits), plural(len(res.Commits), "commit", "commits"), shortHash(res.Commits[len(res.Commits)-1]))
+	}
+	fmt.Fprintln(out, summary)
+	return nil
+}
+
+// progressPrinter reports long stages on stderr, at most every 250 items.
+func progressPrinter(w io.Writer) consolidate.Progress {
+	return func(stage string, done, total int) {
+		if total < 500 {
+			return // short runs stay quiet
+		}
+		switch stage {
+		case "read":
+			fmt.Fprintf(w, "folded %d/%d traces\n", done, total)
+		case "write":
+			fmt.Fprintf(w, "wrote %d/%d entries\n", done, total)
+		default:
+			fmt.Fprintf(w, "%s %d/%d\n", stage, done, total)
+		}
+	}
+}
+
+func newServeCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run consolidation (and deep-learn) on cron schedules until SIGINT or SIGTERM",
+		Description: "Schedules use cron syntax: five fields (\"0 3 * * *\") or descriptors (\"@hourly\", \"@every 10m\").\n" +
+			"Defaults come from pem.yaml (schedules.consolidate, schedules.deep_learn).\n" +
+			"One job runs at a time, under the tree lock, so a manual pem consolidate never overlaps one.\n" +
+			"Logs are structured (slog) on stderr. A signal stops the scheduler after the running job.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "consolidate", Usage: "consolidation schedule `SPEC` (default: pem.yaml schedules.consolidate)"},
+			&cli.StringFlag{Name: "deep-learn", Usage: "deep-learn schedule `SPEC` (default: pem.yaml schedules.deep_learn)"},
+			&cli.BoolFlag{Name: "json", Usage: "log JSON lines instead of text"},
+		},
+		Action: runServe,
+	}
+}
+
+func runServe(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("serve takes no arguments, got %q", c.Args().First())
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfg, err := st.Config(c.Context)
+	if err != nil {
+		return err
+	}
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if c.Bool(flagVerbose) {
+		opts.Level = slog.LevelDebug
+	}
+	var h slog.Handler = slog.NewTextHandler(c.App.ErrWriter, opts)
+	if c.Bool("json") {
+		h = slog.NewJSONHandler(c.App.ErrWriter, opts)
+	}
+	log := slog.New(h).With("tree", st.Root())
+
+	spec := c.String("consolidate")
+	if spec == "" {
+		spec = cfg.Schedules.Consolidate
+	}
+	var jobs []consolidate.Job
+	if spec != "" {
+		if err := consolidate.ParseSpec(spec); err != nil {
+			return usagef("--consolidate: %v", err)
+		}
+		jobs = append(jobs, consolidate.ConsolidateJob(spec, st, consolidate.Options{Logger: log}))
+	}
+	dl := c.String("deep-learn")
+	if dl == "" && deepLearnJob != nil {
+		dl = cfg.Schedules.DeepLearn
+	}
+	if dl != "" {
+		if err := consolidate.ParseSpec(dl); err != nil {
+			return usagef("--deep-learn: %v", err)
+		}
+		if deepLearnJob == nil {
+			return errors.New("--deep-learn: this pem has no deep-learn job built in: leave --deep-learn out or use a build with deep-learn")
+		}
+		jobs = append(jobs, consolidate.Job{Name: "deep-learn", Spec: dl, Run: func(ctx context.Context) error {
+			return deepLearnJob(ctx, st)
+		}})
+	}
+	if len(jobs) == 0 {
+		return usagef("serve: nothing to schedule: give --consolidate SPEC (pem.yaml has no schedules.consolidate)")
+	}
+	if err := consolidate.Serve(c.Context, jobs, log); err != nil {
+		return err
+	}
+	return nil
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,426 @@
+package consolidate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+)
+
+// Options configure Run and Apply. The zero value consolidates at the real
+// time and commits as DefaultSignature.
+type Options struct {
+	Now       func() time.Time // the clock; nil means time.Now
+	DryRun    bool             // Run plans and returns without writing or locking
+	NoCommit  bool             // write the tree but make no commit
+	Signature store.Signature  // zero: store.DefaultSignature
+	Logger    *slog.Logger     // nil: discard
+	Progress  Progress         // nil: none
+}
+
+// Result is what a consolidation did.
+type Result struct {
+	Plan      *Changeset
+	Commits   []string // hashes of the commits made, oldest first
+	Recovered int      // commits an interrupted earlier run left to make
+	Written   []string // files written, relative to the tree
+	Deleted   []string // traces deleted, relative to the tree
+}
+
+// ErrStalePlan is returned by Apply when the tree changed between Plan and
+// Apply (another consolidation ran): make a new plan.
+var ErrStalePlan = errors.New("the tree changed since the plan was made")
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (o Options) log() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Run consolidates st: under the tree lock it finishes what an interrupted
+// run left (see Apply), loads, plans at opts.Now and applies. With DryRun it
+// only loads and plans, takes no lock and writes nothing.
+func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
+	if opts.DryRun {
+		now := opts.now()
+		in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress})
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Plan: Plan(now, in)}, nil
+	}
+	if err := checkRepo(st, opts); err != nil {
+		return nil, err
+	}
+	release, err := st.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res := &Result{}
+	if err := recoverJournal(ctx, st, opts, res); err != nil {
+		return res, err
+	}
+	now := opts.now()
+	in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress})
+	if err != nil {
+		return res, err
+	}
+	res.Plan = Plan(now, in)
+	return res, apply(ctx, st, res.Plan, opts, res)
+}
+
+// Apply writes a plan made by Plan and commits it. It takes the tree lock
+// (waiting until ctx ends, then engine.ErrLocked), so a manual pem
+// consolidate and pem serve never run at once, and refuses a plan whose
+// entries changed since it was made (ErrStalePlan).
+//
+// Order, for crash safety: the commits to make are journaled in the git
+// directory first; then each entry's facts, then its experience (folding a
+// trace is final once its experience is written); then expired traces are
+// deleted; then everything is committed by exact path and the journal
+// removed. A run killed at any point leaves either nothing or a journal,
+// and the next Run or Apply first makes the journaled commits — the paths are
+// still different from HEAD — and then plans again: folds are idempotent, so
+// nothing is lost or counted twice.
+func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) (*Result, error) {
+	if err := checkRepo(st, opts); err != nil {
+		return nil, err
+	}
+	release, err := st.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res := &Result{Plan: plan}
+	if err := recoverJournal(ctx, st, opts, res); err != nil {
+		return res, err
+	}
+	for _, e := range plan.Entries {
+		if err := e.checkBase(ctx, st); err != nil {
+			return res, err
+		}
+	}
+	return res, apply(ctx, st, plan, opts, res)
+}
+
+func checkRepo(st *store.Store, opts Options) error {
+	if opts.NoCommit {
+		return nil
+	}
+	if _, err := store.GitDir(st.Root()); err != nil {
+		return fmt.Errorf("%w; or run with --no-commit to write without committing", err)
+	}
+	return nil
+}
+
+func (e *Entry) checkBase(ctx context.Context, st engine.Store) error {
+	x, err := st.Experience(ctx, e.Key.Domain, e.Key.IntentKey)
+	n := 0
+	switch {
+	case err == nil:
+		n = len(x.Evidence)
+	case !errors.Is(err, engine.ErrNotFound):
+		return err
+	}
+	if n != e.baseEvidence {
+		return fmt.Errorf("%w: %s has %d folded traces, the plan expected %d: plan again", ErrStalePlan, e.Key, n, e.baseEvidence)
+	}
+	f, err := st.Facts(ctx, e.Key.Domain, e.Key.IntentKey)
+	switch {
+	case errors.Is(err, engine.ErrNotFound):
+		f = nil
+	case err != nil:
+		return err
+	}
+	if (f == nil) != (e.baseFacts == nil) || f != nil && !sameFacts(f, e.baseFacts) {
+		return fmt.Errorf("%w: facts %s changed: plan again", ErrStalePlan, e.Key)
+	}
+	return nil
+}
+
+// writeWorkers is how many entries apply writes at once: the store fsyncs
+// every file, and disks overlap concurrent syncs.
+const writeWorkers = 8
+
+// testHookWrite runs after each file apply writes or deletes; the kill test
+// slows writes with it to widen the window it kills in.
+var testHookWrite = func() {}
+
+func apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options, res *Result) error {
+	log := opts.log()
+	if plan.Empty() {
+		log.Info("nothing to consolidate")
+		return nil
+	}
+	var reqs []store.CommitRequest
+	journal := ""
+	if !opts.NoCommit {
+		reqs = commitRequests(plan)
+		var err error
+		if journal, err = journalPath(st); err != nil {
+			return err
+		}
+		if err := writeJournal(journal, reqs); err != nil {
+			return err
+		}
+	}
+	// Entries are independent: write them on several workers (the writes
+	// are fsync-bound). Within an entry, facts go before experience.
+	var mu sync.Mutex
+	done := 0
+	err := parallelN(ctx, len(plan.Entries), writeWorkers, func(i int) error {
+		e := plan.Entries[i]
+		var paths []string
+		if e.Facts != nil {
+			p, err := st.PutFacts(ctx, e.Facts)
+			if err != nil {
+				return fmt.Errorf("writing facts %s: %w", e.Key, err)
+			}
+			paths = append(paths, p)
+			testHookWrite()
+		}
+		if e.Experience != nil {
+			p, err := st.PutExperience(ctx, e.Experience)
+			if err != nil {
+				return fmt.Errorf("writing experience %s: %w", e.Key, err)
+			}
+			paths = append(paths, p)
+			testHookWrite()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		res.Written = append(res.Written, paths...)
+		done++
+		if opts.Progress != nil && (done%250 == 0 || done == len(plan.Entries)) {
+			opts.Progress("write", done, len(plan.Entries))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(res.Written)
+	for _, ref := range plan.Expire {
+		if err := st.DeleteTrace(ctx, ref); err != nil {
+			return fmt.Errorf("expiring trace %s: %w", ref.ID, err)
+		}
+		res.Deleted = append(res.Deleted, store.TracePath(ref))
+		testHookWrite()
+	}
+	log.Info("consolidated", "summary", plan.Summary(), "written", len(res.Written), "deleted", len(res.Deleted))
+	if opts.NoCommit {
+		return nil
+	}
+	hashes, err := store.CommitSeries(ctx, st.Root(), reqs, opts.Signature)
+	if err != nil {
+		return fmt.Errorf("committing the consolidation (the next run commits it): %w", err)
+	}
+	for _, h := range hashes {
+		if h != "" {
+			res.Commits = append(res.Commits, h)
+			log.Info("committed", "commit", h)
+		}
+	}
+	if err := os.Remove(journal); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", journal, err)
+	}
+	return nil
+}
+
+// commitRequests are the commits of a plan: one for everything but the
+// promotions to verified, then one per promotion.
+func commitRequests(plan *Changeset) []store.CommitRequest {
+	main := store.CommitRequest{Message: commitMessage(plan)}
+	var verify []store.CommitRequest
+	for _, e := range plan.Entries {
+		if e.Experience != nil {
+			main.Paths = append(main.Paths, store.ExperiencePath(e.Key.Domain, e.Key.IntentKey))
+		}
+		for _, r := range e.Folded {
+			main.Paths = append(main.Paths, store.TracePath(r))
+		}
+		if e.Facts == nil {
+			continue
+		}
+		fp := store.FactsPath(e.Key.Domain, e.Key.IntentKey)
+		if !e.Verified {
+			main.Paths = append(main.Paths, fp)
+			continue
+		}
+		verify = append(verify, store.CommitRequest{Paths: []string{fp}, Message: verifyMessage(plan, e)})
+	}
+	for _, r := range plan.Expire {
+		main.Paths = append(main.Paths, store.TracePath(r))
+	}
+	return append([]store.CommitRequest{main}, verify...)
+}
+
+// maxBodyLines caps a commit message's body; the plan has the rest.
+const maxBodyLines = 200
+
+func commitMessage(plan *Changeset) string {
+	var subject string
+	folds := plan.Count(KindFold)
+	entries := 0
+	for _, e := range plan.Entries {
+		if e.Experience != nil || e.Facts != nil && !e.Verified {
+			entries++
+		}
+	}
+	if folds > 0 {
+		subject = fmt.Sprintf("pem: consolidate %d %s (%d %s)", folds, plural(folds, "trace", "traces"), entries, plural(entries, "entry", "entries"))
+		if n := len(plan.Expire); n > 0 {
+			subject += fmt.Sprintf(", expire %d", n)
+		}
+	} else {
+		subject = "pem: consolidate: " + plan.Summary()
+	}
+	var body []string
+	for _, e := range plan.Entries {
+		if len(e.Folded) == 0 {
+			continue
+		}
+		ok, fail := 0, 0
+		ids := map[string]bool{}
+		for _, r := range e.Folded {
+			ids[r.ID] = true
+		}
+		for _, ev := range e.Experience.Evidence {
+			if ids[ev.Trace] {
+				if ev.Outcome == engine.Success {
+					ok++
+				} else {
+					fail++
+				}
+			}
+		}
+		body = append(body, fmt.Sprintf("%s: +%d %s (%d ok, %d failed), confidence %.2f", e.Key, len(e.Folded),
+			plural(len(e.Folded), "trace", "traces"), ok, fail, e.Score.Confidence))
+	}
+	verified := map[Key]bool{}
+	for _, e := range plan.Entries {
+		verified[e.Key] = e.Verified
+	}
+	for _, c := range plan.Changes {
+		if c.Kind != KindFold && c.Kind != KindSkip && !verified[c.Key] {
+			body = append(body, c.String())
+		}
+	}
+	if len(body) > maxBodyLines {
+		n := len(body) - maxBodyLines
+		body = append(body[:maxBodyLines], fmt.Sprintf("… and %d more (pem consolidate --dry-run lists every change)", n))
+	}
+	if len(body) == 0 {
+		return subject
+	}
+	return subject + "\n\n" + strings.Join(body, "\n")
+}
+
+// verifyMessage is the commit of one promotion: the audit trail of
+// `git log -- facts`, with the entry's changes in the body and the evidence
+// in trailers.
+func verifyMessage(plan *Changeset, e *Entry) string {
+	var body []string
+	for _, c := range plan.Changes {
+		if c.Key == e.Key && c.Kind != KindFold && c.Kind != KindSkip && c.Kind != KindExpire {
+			body = append(body, c.String())
+		}
+	}
+	return fmt.Sprintf("pem: verify %s r%s\n\n%s\n\nConfidence: %.2f\nSuccesses: %d\nFailures: %d\nSessions: %d",
+		e.Key, e.Facts.Revision, strings.Join(body, "\n"), e.Score.Confidence, e.Score.Successes, e.Score.Failures, e.Score.Sessions)
+}
+
+// The journal lists the commits a run is about to make. It lives in the git
+// directory (never committed) and is removed once they are made.
+const journalName = "pem-consolidate.journal"
+
+type journalFile struct {
+	Format  int                   `json:"format"`
+	Commits []store.CommitRequest `json:"commits"`
+}
+
+func journalPath(st *store.Store) (string, error) {
+	gd, err := store.GitDir(st.Root())
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(gd, journalName), nil
+}
+
+func writeJournal(path string, reqs []store.CommitRequest) error {
+	for i := range reqs {
+		sort.Strings(reqs[i].Paths)
+	}
+	data, err := json.Marshal(journalFile{Format: 1, Commits: reqs})
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// recoverJournal makes the commits an interrupted run journaled. Paths that
+// hold no change (the run died before writing them, or they were committed)
+// make no commit.
+func recoverJournal(ctx context.Context, st *store.Store, opts Options, res *Result) error {
+	if opts.NoCommit {
+		return nil
+	}
+	path, err := journalPath(st)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	var j journalFile
+	if err := json.Unmarshal(data, &j); err != nil || j.Format != 1 {
+		// A torn journal cannot happen (it is renamed into place); a foreign
+		// one is set aside rather than trusted.
+		_ = os.Rename(path, path+".bad")
+		opts.log().Warn("unreadable consolidation journal set aside", "path", path+".bad", "error", err)
+		return nil
+	}
+	hashes, err := store.CommitSeries(ctx, st.Root(), j.Commits, opts.Signature)
+	if err != nil {
+		return fmt.Errorf("completing the commits of an interrupted consolidation (%s): %w", path, err)
+	}
+	for _, h := range hashes {
+		if h != "" {
+			res.Commits = append(res.Commits, h)
+			res.Recovered++
+		}
+	}
+	opts.log().Info("completed an interrupted consolidation", "commits", res.Recovered)
+	return os.Remove(path)
+}

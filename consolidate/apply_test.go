@@ -1,0 +1,631 @@
+package consolidate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+)
+
+// TestMain doubles as the child consolidator of the kill and serve tests.
+func TestMain(m *testing.M) {
+	switch os.Getenv("PEM_TEST_CHILD") {
+	case "consolidate":
+		os.Exit(childConsolidate())
+	case "serve":
+		os.Exit(childServe())
+	case "bench":
+		os.Exit(childBench())
+	}
+	os.Exit(m.Run())
+}
+
+func childConsolidate() int {
+	dir := os.Getenv("PEM_TEST_DIR")
+	now, err := time.Parse(time.RFC3339, os.Getenv("PEM_TEST_NOW"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	testHookWrite = func() { time.Sleep(2 * time.Millisecond) }
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer st.Close()
+	if _, err := Run(context.Background(), st, Options{Now: func() time.Time { return now }, Signature: testSig}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+var testSig = store.Signature{Name: "pem", Email: "pem@localhost", When: time.Date(2025, 3, 10, 13, 0, 0, 0, time.UTC)}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newRepoTree makes an initialized tree with a git repository and its first
+// commit, and opens it.
+func newRepoTree(t testing.TB) (*store.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.InitRepo(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, dir
+}
+
+func put(t testing.TB, st *store.Store, ts ...*engine.Trace) {
+	t.Helper()
+	for _, tr := range ts {
+		if _, err := st.PutTrace(context.Background(), tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// treeDigest hashes every file under dir except .git and the lock file:
+// equal digests mean equal trees, byte for byte.
+func treeDigest(t testing.TB, dir string, under ...string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || rel == ".pem.lock" {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") && strings.HasSuffix(d.Name(), ".tmp") {
+			// The store's temporary file of a write killed before its
+			// rename: ignored by git and by listings, never read.
+			return nil
+		}
+		if len(under) > 0 {
+			keep := false
+			for _, u := range under {
+				keep = keep || strings.HasPrefix(rel, u)
+			}
+			if !keep {
+				return nil
+			}
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		lines = append(lines, rel+" "+hex.EncodeToString(sum[:8]))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func assertGitClean(t *testing.T, dir string) {
+	t.Helper()
+	if st := git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("git status not clean after consolidation:\n%s", st)
+	}
+	git(t, dir, "fsck", "--strict", "--no-dangling")
+}
+
+func at(now time.Time) Options {
+	return Options{Now: func() time.Time { return now }, Signature: testSig}
+}
+
+func TestRunCommitsNewTracesAndIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	st, dir := newRepoTree(t)
+	f := newFx(11)
+	var ts []*engine.Trace
+	for i, s := range []string{"a", "a", "b"} {
+		ts = append(ts, f.trace(traceSpec{url: starsURL, intent: "star count", session: s, at: day0.Add(-days(1) + time.Duration(i)*time.Minute), ok: true, steps: starsRoute}))
+	}
+	put(t, st, ts...)
+	first := git(t, dir, "rev-parse", "HEAD")
+
+	res, err := Run(ctx, st, at(day0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Commits) != 1 {
+		t.Fatalf("commits %v, want 1", res.Commits)
+	}
+	got := git(t, dir, "show", "--name-status", "--format=%an <%ae>%n%s", "HEAD")
+	want := []string{"pem <pem@localhost>", "pem: consolidate 3 traces (1 entry)",
+		"A\texperience/github.com/star-count.yaml", "A\tfacts/github.com/star-count.yaml"}
+	for _, tr := range ts {
+		want = append(want, "A\t"+store.TracePath(store.RefOf(tr)))
+	}
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("commit lacks %q:\n%s", w, got)
+		}
+	}
+	if p := git(t, dir, "rev-parse", "HEAD^"); p != first {
+		t.Fatalf("parent %s, want %s", p, first)
+	}
+	assertGitClean(t, dir)
+
+	// A second run at the same time or later finds nothing: no write, no commit.
+	head, digest := git(t, dir, "rev-parse", "HEAD"), treeDigest(t, dir)
+	for _, now := range []time.Time{day0, day0.Add(time.Hour)} {
+		res, err := Run(ctx, st, at(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Plan.Empty() || len(res.Commits) != 0 || len(res.Written) != 0 {
+			t.Fatalf("second run did something: %s, commits %v, written %v", res.Plan, res.Commits, res.Written)
+		}
+	}
+	if h := git(t, dir, "rev-parse", "HEAD"); h != head {
+		t.Fatalf("second run committed %s", h)
+	}
+	if d := treeDigest(t, dir); d != digest {
+		t.Fatalf("second run changed the tree:\n%s\n---\n%s", d, digest)
+	}
+}
+
+func TestDryRunWritesNothing(t *testing.T) {
+	st, dir := newRepoTree(t)
+	put(t, st, newFx(12).trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}))
+	digest, head := treeDigest(t, dir), git(t, dir, "rev-parse", "HEAD")
+	opts := at(day0)
+	opts.DryRun = true
+	res, err := Run(context.Background(), st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Plan.Count(KindFold) != 1 || res.Plan.Count(KindCreate) != 1 {
+		t.Fatalf("dry run plan:\n%s", res.Plan)
+	}
+	if treeDigest(t, dir) != digest || git(t, dir, "rev-parse", "HEAD") != head {
+		t.Fatal("dry run wrote or committed")
+	}
+}
+
+// lifecycle saves runs and consolidates at the given time.
+func lifecycle(t *testing.T, st *store.Store, f *fx, now time.Time, n int, ok bool, sessions ...string) *Result {
+	t.Helper()
+	var ts []*engine.Trace
+	for i := 0; i < n; i++ {
+		steps := starsRoute
+		if !ok {
+			steps = starsBroken
+		}
+		ts = append(ts, f.trace(traceSpec{url: starsURL, intent: "star count", session: sessions[i%len(sessions)],
+			at: now.Add(-time.Hour + time.Duration(i)*time.Minute), ok: ok, steps: steps}))
+	}
+	put(t, st, ts...)
+	res, err := Run(context.Background(), st, at(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func readFacts(t *testing.T, st *store.Store) *engine.Facts {
+	t.Helper()
+	fa, err := st.Facts(context.Background(), "github.com", "star-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fa
+}
+
+func TestVerifyContestRecoverLifecycle(t *testing.T) {
+	st, dir := newRepoTree(t)
+	f := newFx(13)
+
+	// Five successes from two sessions: verified, in a commit of its own.
+	lifecycle(t, st, f, day0, 5, true, "s1", "s2")
+	fa := readFacts(t, st)
+	if fa.Status != engine.Verified {
+		t.Fatalf("status %s after 5 successes in 2 sessions, want verified", fa.Status)
+	}
+	rev := fa.Revision
+	subj := git(t, dir, "log", "-1", "--format=%s")
+	if subj != "pem: verify github.com/star-count r"+rev {
+		t.Fatalf("last commit %q, want the verify commit", subj)
+	}
+	if files := git(t, dir, "show", "--name-only", "--format=", "HEAD"); files != "facts/github.com/star-count.yaml" {
+		t.Fatalf("verify commit holds %q, want only the facts file", files)
+	}
+	trailers := git(t, dir, "log", "-1", "--format=%(trailers:only,unfold)")
+	for _, want := range []string{"Confidence: 0.8", "Successes: 5", "Failures: 0", "Sessions: 2"} {
+		if !strings.Contains(trailers, want) {
+			t.Errorf("trailers lack %q:\n%s", want, trailers)
+		}
+	}
+	if prev := git(t, dir, "log", "-1", "--skip=1", "--format=%s"); prev != "pem: consolidate 5 traces (1 entry)" {
+		t.Fatalf("commit before the verify: %q", prev)
+	}
+	assertGitClean(t, dir)
+	content := fa.ContentHash()
+
+	// New successes with another route do not change frozen content.
+	f2 := f
+	later := day0.Add(days(1))
+	var v2 []*engine.Trace
+	for i := 0; i < 2; i++ {
+		v2 = append(v2, f2.trace(traceSpec{url: starsURL, intent: "star count", session: "s3", at: later.Add(time.Duration(i) * time.Minute), ok: true, steps: starsRouteV2}))
+	}
+	put(t, st, v2...)
+	if _, err := Run(context.Background(), st, at(later)); err != nil {
+		t.Fatal(err)
+	}
+	fa = readFacts(t, st)
+	if fa.ContentHash() != content || fa.Revision != rev || fa.Status != engine.Verified {
+		t.Fatalf("verified content changed by a later fold: r%s → r%s (%s)", rev, fa.ContentHash(), fa.Status)
+	}
+	if !fa.Provenance.LastVerified.Equal(v2[1].StartedAt) {
+		t.Fatalf("last_verified %s, want the newest success %s", fa.Provenance.LastVerified, v2[1].StartedAt)
+	}
+
+	// A failure streak contests it; content still frozen.
+	later = later.Add(days(1))
+	lifecycle(t, st, f, later, 6, false, "s4")
+	fa = readFacts(t, st)
+	if fa.Status != engine.Contested || fa.ContentHash() != content {
+		t.Fatalf("after 6 failures: status %s, content r%s (want contested, r%s)", fa.Status, fa.ContentHash(), content)
+	}
+
+	// Recovery: enough successes re-verify the same revision, in a new verify commit.
+	later = later.Add(days(1))
+	lifecycle(t, st, f, later, 40, true, "s5", "s6", "s7")
+	fa = readFacts(t, st)
+	if fa.Status != engine.Verified || fa.Revision != rev {
+		t.Fatalf("after recovery: status %s r%s, want verified r%s", fa.Status, fa.Revision, rev)
+	}
+	if n := git(t, dir, "log", "--format=%s", "--grep=^pem: verify github.com/star-count r"+rev); strings.Count(n, "\n")+1 != 2 {
+		t.Fatalf("want two verify commits, have:\n%s", n)
+	}
+	var statuses []string
+	for _, h := range fa.History {
+		statuses = append(statuses, string(h.From)+"→"+string(h.To))
+	}
+	if got := strings.Join(statuses, " "); got != "hypothesis→verified verified→contested contested→verified" {
+		t.Fatalf("history %s", got)
+	}
+	assertGitClean(t, dir)
+}
+
+func TestExpiryKeepsEvidenceAndIgnoresReappearingTraces(t *testing.T) {
+	ctx := context.Background()
+	st, dir := newRepoTree(t)
+	f := newFx(14)
+	var ts []*engine.Trace
+	for i := 0; i < 4; i++ {
+		ts = append(ts, f.trace(traceSpec{url: starsURL, intent: "star count", session: fmt.Sprintf("s%d", i%2), at: day0.Add(-days(10) + time.Duration(i)*time.Hour), ok: i != 3, steps: starsRoute}))
+	}
+	put(t, st, ts...)
+	if _, err := Run(ctx, st, at(day0)); err != nil {
+		t.Fatal(err)
+	}
+	keep := map[string][]byte{}
+	for _, tr := range ts {
+		p := filepath.Join(dir, store.TracePath(store.RefOf(tr)))
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep[p] = data
+	}
+
+	// 40 days later (ttl 30) the traces expire; the recall is the same as
+	// just before, decay aside: compare at the same clock.
+	late := day0.Add(days(40))
+	eng := engine.New(st)
+	eng.Now = func() time.Time { return late }
+	before, err := eng.Query(ctx, starsURL, "star count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, st, at(late))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Expire) != 4 || len(res.Deleted) != 4 {
+		t.Fatalf("expired %d, deleted %d; want 4:\n%s", len(res.Plan.Expire), len(res.Deleted), res.Plan)
+	}
+	refs, _ := st.TraceRefs(ctx, "")
+	if len(refs) != 0 {
+		t.Fatalf("traces left: %v", refs)
+	}
+	after, err := eng.Query(ctx, starsURL, "star count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Confidence != after.Confidence || before.SuccessCount != after.SuccessCount || before.FailureCount != after.FailureCount || after.SuccessCount != 3 {
+		t.Fatalf("expiry changed the evidence: before %.2f %d/%d, after %.2f %d/%d", before.Confidence, before.SuccessCount, before.FailureCount, after.Confidence, after.SuccessCount, after.FailureCount)
+	}
+	if got := git(t, dir, "show", "--name-status", "--format=", "HEAD"); strings.Count(got, "D\ttraces/") != 4 {
+		t.Fatalf("expiry commit:\n%s", got)
+	}
+	assertGitClean(t, dir)
+
+	// The expired traces come back (an old branch merged): not counted again.
+	head := git(t, dir, "rev-parse", "HEAD")
+	for p, data := range keep {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err = Run(ctx, st, at(late))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Plan.Count(KindFold) != 0 || len(res.Plan.Expire) != 4 {
+		t.Fatalf("reappearing traces: %s", res.Plan)
+	}
+	again, _ := eng.Query(ctx, starsURL, "star count")
+	if again.SuccessCount != 3 || again.FailureCount != 1 {
+		t.Fatalf("reappearing traces counted again: %d/%d", again.SuccessCount, again.FailureCount)
+	}
+	if h := git(t, dir, "rev-parse", "HEAD"); h != head {
+		t.Fatalf("deleting untracked reappearing traces made commit %s", h)
+	}
+	assertGitClean(t, dir)
+}
+
+func TestDecayWithInjectedClock(t *testing.T) {
+	st, _ := newRepoTree(t)
+	f := newFx(15)
+	lifecycle(t, st, f, day0, 3, true, "s1")
+	if s := readFacts(t, st).Status; s != engine.Candidate {
+		t.Fatalf("status %s, want candidate", s)
+	}
+	// No new runs; a year later confidence has decayed below the bar.
+	res, err := Run(context.Background(), st, at(day0.Add(days(365))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa := readFacts(t, st)
+	if fa.Status != engine.Hypothesis || res.Plan.Count(KindStatus) != 1 {
+		t.Fatalf("after a year: %s\n%s", fa.Status, res.Plan)
+	}
+	if e := res.Plan.Entries[0]; e.Score.Confidence >= 0.6 || e.Score.Successes != 3 {
+		t.Fatalf("score %+v", e.Score)
+	}
+}
+
+func TestApplyRefusesStalePlanAndHonoursLock(t *testing.T) {
+	ctx := context.Background()
+	st, _ := newRepoTree(t)
+	f := newFx(16)
+	put(t, st, f.trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}))
+	in, err := Load(ctx, st, LoadOptions{Now: day0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := Plan(day0, in)
+
+	// Another writer holds the lock: Apply waits, then gives up with ErrLocked.
+	release, err := st.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = Apply(short, st, plan, at(day0))
+	cancel()
+	if !errors.Is(err, engine.ErrLocked) {
+		t.Fatalf("Apply under a held lock: %v, want ErrLocked", err)
+	}
+	release()
+
+	// Another consolidation ran in between: the plan is stale.
+	if _, err := Run(ctx, st, at(day0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, st, plan, at(day0)); !errors.Is(err, ErrStalePlan) {
+		t.Fatalf("stale plan applied: %v", err)
+	}
+}
+
+func TestRunWithoutRepository(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	put(t, st, newFx(17).trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}))
+	if _, err := Run(ctx, st, at(day0)); !errors.Is(err, store.ErrNoRepo) {
+		t.Fatalf("Run outside a repository: %v, want ErrNoRepo", err)
+	}
+	opts := at(day0)
+	opts.NoCommit = true
+	res, err := Run(ctx, st, opts)
+	if err != nil || len(res.Written) != 2 {
+		t.Fatalf("Run --no-commit: %v, wrote %v", err, res.Written)
+	}
+}
+
+// killTree builds the kill test's tree: many entries with new traces, some
+// of them past ttl_days, committed as a repository with the traces untracked.
+func killTree(t *testing.T) string {
+	st, dir := newRepoTree(t)
+	f := newFx(18)
+	var ts []*engine.Trace
+	for e := 0; e < 12; e++ {
+		for i := 0; i < 5; i++ {
+			at := day0.Add(-days(float64(1+e%3)) + time.Duration(i)*time.Minute)
+			if e%6 == 0 {
+				at = day0.Add(-days(35) + time.Duration(i)*time.Minute) // expires in the same run
+			}
+			ts = append(ts, f.trace(traceSpec{url: fmt.Sprintf("https://site%d.example/page", e%4), intent: fmt.Sprintf("task %d", e),
+				session: fmt.Sprintf("s%d", i%3), at: at, ok: i != 2, steps: starsRoute}))
+		}
+	}
+	put(t, st, ts...)
+	return dir
+}
+
+func runChild(dir string, now time.Time) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PEM_TEST_CHILD=consolidate", "PEM_TEST_DIR="+dir, "PEM_TEST_NOW="+now.Format(time.RFC3339),
+		"GIT_CONFIG_NOSYSTEM=1")
+	return cmd
+}
+
+// TestKillAtRandomPoints SIGKILLs child consolidators at random moments, again
+// and again, and checks that the run that finally completes leaves the same
+// experience and facts as an uninterrupted run, a consistent repository, no
+// journal and no stale lock.
+func TestKillAtRandomPoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill test spawns many processes")
+	}
+	base := killTree(t)
+	clean := copyTree(t, base)
+	start := time.Now()
+	if out, err := runChild(clean, day0).CombinedOutput(); err != nil {
+		t.Fatalf("clean run: %v\n%s", err, out)
+	}
+	full := time.Since(start)
+	want := treeDigest(t, clean, "experience/", "facts/", "traces/")
+	if !strings.Contains(want, "facts/") {
+		t.Fatal("the clean run wrote no facts")
+	}
+
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	kills := 0
+	for trial := 0; kills < 16 && trial < 24; trial++ {
+		dir := copyTree(t, base)
+		for i := 0; i < 8; i++ {
+			cmd := runChild(dir, day0)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			delay := time.Duration(rng.Int63n(int64(full)))
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				t.Logf("trial %d: child finished before the kill at %v", trial, delay)
+				if err != nil {
+					t.Fatalf("child failed after %d kills: %v", kills, err)
+				}
+			case <-time.After(delay):
+				cmd.Process.Signal(syscall.SIGKILL)
+				<-done
+				kills++
+				t.Logf("trial %d: killed at %v", trial, delay)
+				continue
+			}
+			break // the child finished on its own
+		}
+		// Finish the job (the next run after a crash) and compare.
+		if out, err := runChild(dir, day0).CombinedOutput(); err != nil {
+			t.Fatalf("run after kills: %v\n%s", err, out)
+		}
+		if got := treeDigest(t, dir, "experience/", "facts/", "traces/"); got != want {
+			t.Fatalf("trial %d: tree after kills differs from a clean run:\n%s", trial, lineDiff(got, want))
+		}
+		assertGitClean(t, dir)
+		for _, f := range []string{".git/index.lock", ".git/refs/heads/main.lock", ".git/" + journalName, ".git/pem-commit.pid"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("trial %d: %s left behind (%v)", trial, f, err)
+			}
+		}
+		st, err := store.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		release, err := st.Lock(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("trial %d: stale tree lock: %v", trial, err)
+		}
+		release()
+		st.Close()
+		// Nothing more to do: a further run plans nothing.
+		st, _ = store.Open(dir, nil)
+		in, err := Load(context.Background(), st, LoadOptions{Now: day0})
+		st.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := Plan(day0, in); !p.Empty() {
+			t.Fatalf("trial %d: work left after completion:\n%s", trial, p)
+		}
+	}
+	if kills < 15 {
+		t.Fatalf("only %d kills landed while a consolidator ran", kills)
+	}
+	t.Logf("%d kills; a full run takes %v", kills, full)
+}
+
+// lineDiff lists the lines only in a (-) or only in b (+).
+func lineDiff(a, b string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	ma, mb := in(a), in(b)
+	var out []string
+	for l := range ma {
+		if !mb[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for l := range mb {
+		if !ma[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}

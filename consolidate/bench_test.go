@@ -1,0 +1,200 @@
+package consolidate
+
+// BenchmarkConsolidate: 1,000 new traces consolidated into a tree of 100,000
+// traces and 10,000 facts entries, commit included, measured in a child
+// process (for its peak RSS), next to `git add -A && git commit` of the same
+// change by the git CLI in the same run.
+//
+//	go test ./consolidate -run '^$' -bench Consolidate -benchtime 1x
+//	PEM_BENCH_SCALE=0.1 go test ./consolidate -run '^$' -bench Consolidate -benchtime 1x   # 10,000 traces, 1,000 entries, 100 new
+//
+// Results and how to read them: docs/performance.md, "Consolidation".
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/treegen"
+)
+
+type benchReport struct {
+	LoadMs, PlanMs, WriteMs, CommitMs, TotalMs float64
+	Folded, Written, Expired                   int
+	PeakRSSMB, CPUMs                           float64
+}
+
+// childBench is the measured consolidation, run in its own process.
+func childBench() int {
+	dir := os.Getenv("PEM_TEST_DIR")
+	now, _ := time.Parse(time.RFC3339, os.Getenv("PEM_TEST_NOW"))
+	ctx := context.Background()
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var r benchReport
+	if p := os.Getenv("PEM_BENCH_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
+	t0 := time.Now()
+	in, err := Load(ctx, st, LoadOptions{Now: now})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	t1 := time.Now()
+	plan := Plan(now, in)
+	t2 := time.Now()
+	res := &Result{}
+	opts := Options{Now: func() time.Time { return now }, NoCommit: true}
+	if err := apply(ctx, st, plan, opts, res); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	t3 := time.Now()
+	if _, err := store.CommitSeries(ctx, dir, commitRequests(plan), store.Signature{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	t4 := time.Now()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	r.LoadMs, r.PlanMs, r.WriteMs, r.CommitMs, r.TotalMs = ms(t1.Sub(t0)), ms(t2.Sub(t1)), ms(t3.Sub(t2)), ms(t4.Sub(t3)), ms(t4.Sub(t0))
+	r.Folded, r.Written, r.Expired = plan.Count(KindFold), len(res.Written), len(plan.Expire)
+	r.PeakRSSMB = peakRSSMB()
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		r.CPUMs = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
+	}
+	json.NewEncoder(os.Stdout).Encode(r)
+	pprof.StopCPUProfile()
+	return 0
+}
+
+// peakRSSMB reads the process's peak resident set (Linux; 0 elsewhere).
+func peakRSSMB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func benchScale() float64 {
+	if s, err := strconv.ParseFloat(os.Getenv("PEM_BENCH_SCALE"), 64); err == nil && s > 0 && s <= 1 {
+		return s
+	}
+	return 1
+}
+
+func gitTimed(b *testing.B, dir string, args ...string) time.Duration {
+	b.Helper()
+	start := time.Now()
+	git(b, dir, args...)
+	return time.Since(start)
+}
+
+func BenchmarkConsolidate(b *testing.B) {
+	ctx := context.Background()
+	s := benchScale()
+	domains := max(1, int(100*s))
+	const intents = 100
+	traces := int(100_000 * s)
+	fresh := max(10, int(1000*s))
+	dir := b.TempDir()
+
+	setup := time.Now()
+	if err := treegen.Generate(ctx, dir, domains, intents, traces, 1); err != nil {
+		b.Fatal(err)
+	}
+	git(b, dir, "init", "-q", "-b", "main")
+	git(b, dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "add", "-A")
+	git(b, dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "tree")
+	if err := store.InitRepo(ctx, dir); err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Steady state: an earlier consolidation ran (and left its summary
+	// cache). Files must be older than the cache's racy window.
+	time.Sleep(racyWindow)
+	if _, err := Run(ctx, st, Options{Now: func() time.Time { return treegen.Base }}); err != nil {
+		b.Fatal(err)
+	}
+	before := git(b, dir, "rev-parse", "HEAD")
+	rng := rand.New(rand.NewSource(2))
+	for i := 0; i < fresh; i++ {
+		d, j := rng.Intn(domains), rng.Intn(intents)
+		n, _ := engine.NormalizeURL(treegen.URL(d, j))
+		at := treegen.Base.Add(-time.Duration(rng.Intn(3600)) * time.Second)
+		id, _ := engine.NewTraceID(at, rng)
+		t := &engine.Trace{Format: engine.Format, ID: id, Session: fmt.Sprintf("n%d", rng.Intn(9)), Intent: treegen.Intent(j),
+			IntentKey: engine.IntentKey(treegen.Intent(j)), URL: n.URL, Domain: n.Domain, URLPattern: engine.Pattern(n),
+			Outcome: engine.Success, StartedAt: at, Steps: []engine.Step{
+				{Seq: 1, Action: "navigate", URL: n.URL, OK: true},
+				{Seq: 2, Action: "click", Selector: fmt.Sprintf("#tab-%d", j), OK: true},
+				{Seq: 3, Action: "get_text", Selector: ".details .value", OK: true},
+			}}
+		if _, err := st.PutTrace(ctx, t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st.Close()
+	b.Logf("setup: %d entries, %d traces, %d new, in %v", domains*intents, traces, fresh, time.Since(setup).Round(time.Second))
+
+	b.ResetTimer()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PEM_TEST_CHILD=bench", "PEM_TEST_DIR="+dir, "PEM_TEST_NOW="+treegen.Base.Format(time.RFC3339))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("consolidation: %v", err)
+	}
+	b.StopTimer()
+	var r benchReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	if st := git(b, dir, "status", "--porcelain"); st != "" {
+		b.Fatalf("git status not clean after consolidation:\n%.2000s", st)
+	}
+
+	// The same change committed by the git CLI: back to the tree before,
+	// with the worktree as consolidation left it.
+	git(b, dir, "reset", "-q", "--mixed", before)
+	addCommit := gitTimed(b, dir, "add", "-A") + gitTimed(b, dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "same change")
+	cliMs := float64(addCommit.Microseconds()) / 1000
+
+	b.ReportMetric(r.TotalMs, "total-ms")
+	b.ReportMetric(r.CommitMs, "commit-ms")
+	b.ReportMetric(cliMs, "git-cli-ms")
+	b.ReportMetric(r.CommitMs/cliMs, "commit/git-cli")
+	b.ReportMetric(r.PeakRSSMB, "peak-MB")
+	b.ReportMetric(r.CPUMs, "cpu-ms")
+	b.Logf("load %.0f ms, plan %.0f ms, write %.0f ms (%d files, %d expired), commit %.0f ms, total %.0f ms (CPU %.0f ms), peak RSS %.0f MB; git add -A && git commit %.0f ms",
+		r.LoadMs, r.PlanMs, r.WriteMs, r.Written, r.Expired, r.CommitMs, r.TotalMs, r.CPUMs, r.PeakRSSMB, cliMs)
+}

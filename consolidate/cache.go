@@ -1,0 +1,154 @@
+package consolidate
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+)
+
+// The summary cache lets a consolidation of a large tree skip decoding the
+// experience and facts files it will not change. It lives in the git
+// directory (never committed), maps each file's path to its size,
+// modification time and summary, and is only a cache: a file whose size or
+// mtime differs, or that changed within racyWindow of the cache's writing,
+// is read again; a missing or unreadable cache means reading everything.
+const (
+	cacheName   = "pem-consolidate.cache"
+	cacheFormat = 1
+	racyWindow  = 2 * time.Second
+)
+
+// entryFile is one experience or facts file as Load sees it.
+type entryFile struct {
+	key   Key
+	rel   string
+	facts bool
+	size  int64
+	mod   int64 // mtime, ns
+	ok    bool  // stat succeeded
+	sum   *summary
+	full  any // *engine.Experience or *engine.Facts once decoded
+}
+
+// summary is what Load needs of an entry it does not plan to change.
+type summary struct {
+	Evidence []engine.Evidence // experience: every folded outcome (trimmed)
+	Status   engine.Status     // facts
+	Revision string
+	PageText bool
+}
+
+func experienceSummary(x *engine.Experience) *summary {
+	s := &summary{Evidence: make([]engine.Evidence, len(x.Evidence))}
+	for i, e := range x.Evidence {
+		s.Evidence[i] = engine.Evidence{Trace: e.Trace, At: e.At, Outcome: e.Outcome, Category: e.Category, Session: e.Session}
+	}
+	return s
+}
+
+func factsSummary(f *engine.Facts) *summary {
+	return &summary{Status: f.Status, Revision: f.Revision, PageText: f.HasPageText()}
+}
+
+type cacheFile struct {
+	Format  int
+	Written int64 // unix ns, taken before the files were examined
+	Files   map[string]cachedFile
+}
+
+type cachedFile struct {
+	Size, Mod int64
+	Sum       summary
+}
+
+type cache struct {
+	root, path string
+	started    int64
+	old        *cacheFile
+	misses     int
+}
+
+// openCache reads the cache of st's tree; off, or a tree outside git,
+// gives a cache that never hits and never saves.
+func openCache(st engine.Store, off bool) *cache {
+	c := &cache{started: time.Now().UnixNano()}
+	r, ok := st.(interface{ Root() string })
+	if off || !ok {
+		return c
+	}
+	gd, err := store.GitDir(r.Root())
+	if err != nil {
+		return c
+	}
+	c.root, c.path = r.Root(), filepath.Join(gd, cacheName)
+	if data, err := os.ReadFile(c.path); err == nil {
+		var cf cacheFile
+		if gob.NewDecoder(bytes.NewReader(data)).Decode(&cf) == nil && cf.Format == cacheFormat {
+			c.old = &cf
+		}
+	}
+	return c
+}
+
+func (c *cache) enabled() bool { return c.path != "" }
+
+// stat records each file's size and mtime (lstat, no read).
+func (c *cache) stat(files []*entryFile) {
+	if !c.enabled() {
+		return
+	}
+	_ = parallel(context.Background(), len(files), func(i int) error {
+		f := files[i]
+		fi, err := os.Lstat(filepath.Join(c.root, filepath.FromSlash(f.rel)))
+		if err == nil && fi.Mode().IsRegular() {
+			f.size, f.mod, f.ok = fi.Size(), fi.ModTime().UnixNano(), true
+		}
+		return nil
+	})
+}
+
+// lookup fills f's summary from the cache when the file is unchanged.
+func (c *cache) lookup(f *entryFile) bool {
+	if c.old == nil || !f.ok {
+		c.misses++
+		return false
+	}
+	e, ok := c.old.Files[f.rel]
+	if !ok || e.Size != f.size || e.Mod != f.mod || f.mod > c.old.Written-int64(racyWindow) {
+		c.misses++
+		return false
+	}
+	sum := e.Sum
+	f.sum = &sum
+	return true
+}
+
+// save writes the cache when it missed anything or files went away.
+func (c *cache) save(files []*entryFile) {
+	if !c.enabled() {
+		return
+	}
+	cf := cacheFile{Format: cacheFormat, Written: c.started, Files: make(map[string]cachedFile, len(files))}
+	for _, f := range files {
+		if f.ok && f.sum != nil {
+			cf.Files[f.rel] = cachedFile{Size: f.size, Mod: f.mod, Sum: *f.sum}
+		}
+	}
+	if c.misses == 0 && c.old != nil && len(c.old.Files) == len(cf.Files) {
+		return
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
+		return
+	}
+	tmp := c.path + ".tmp"
+	if os.WriteFile(tmp, buf.Bytes(), 0o644) == nil {
+		_ = os.Rename(tmp, c.path)
+	}
+}

@@ -1,0 +1,24 @@
+// Package consolidate turns traces into knowledge: it folds new traces into
+// experience, recomputes confidence, moves facts statuses, keeps the facts
+// entry of every (domain, intent) up to date with its evidence, expires old
+// traces, and commits all of it to git.
+//
+// There are three pieces, after restic's retention policy:
+//
+//   - Load reads what a consolidation needs from a store: the policy, the
+//     experience and facts entries, every trace ref (names only) and the
+//     traces no experience has folded yet (only those are decoded).
+//   - Plan(now, Input) is pure: it decides every change and says why
+//     (fold trace X into D/K, status hypothesis → candidate because …, verify
+//     D/K r<rev>, contest, expire trace X because its age exceeds ttl_days, create
+//     or update facts). Plans are golden-tested from trees in testdata/.
+//   - Apply writes the plan under the tree lock and commits it with
+//     store.CommitSeries; Run is Load + Plan + Apply under one lock.
+//     Schedule runs Run (and deep-learn) on cron specs for pem serve.
+//
+// The rules and the crash-safety argument are in docs/consolidation.md; every
+// threshold comes from engine.Policy (pem.yaml).
+//
+// consolidate imports engine, store and the standard library (plus
+// robfig/cron for scheduling); never agent or deeplearn.
+package consolidate

@@ -1,0 +1,275 @@
+package consolidate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+)
+
+// Progress is told how far a long stage is: "read" (new traces decoded) and
+// "write" (entries written). total may be 0 when unknown.
+type Progress func(stage string, done, total int)
+
+// LoadOptions configure Load.
+type LoadOptions struct {
+	Now      time.Time // the plan's time: decides which entries may change status
+	Progress Progress  // nil: none
+	All      bool      // load every entry, not only those the plan can change
+	NoCache  bool      // neither read nor write the summary cache
+}
+
+// Load reads what Plan needs from st at time opts.Now, and no more:
+//   - every trace ref (directory names only), and the traces no experience
+//     has folded yet — only those are decoded;
+//   - in full, the experience and facts of the entries a plan can change:
+//     those with new traces, and those whose status moves at opts.Now;
+//   - for every other entry only a summary (folded ids and evidence, status),
+//     which comes from a cache in the git directory validated by each file's
+//     size and modification time, so unchanged files are not decoded again.
+//
+// A file that cannot be read is reported in Input.Warnings and its entry is
+// marked broken, so that no plan overwrites what could not be read. A plan
+// made from this Input equals the plan made from every entry (All).
+func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error) {
+	in := Input{Experience: map[Key]*engine.Experience{}, Facts: map[Key]*engine.Facts{}, Folded: map[string]Key{}}
+	cfg, err := st.Config(ctx)
+	if err != nil {
+		return in, err
+	}
+	in.Policy = cfg.Policy
+	domains, err := st.Domains(ctx)
+	if err != nil {
+		return in, fmt.Errorf("listing domains: %w", err)
+	}
+	var files []*entryFile
+	for _, d := range domains {
+		xk, err := st.ExperienceKeys(ctx, d)
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
+			return in, fmt.Errorf("listing experience of %s: %w", d, err)
+		}
+		for _, k := range xk {
+			files = append(files, &entryFile{key: Key{d, k}, rel: store.ExperiencePath(d, k)})
+		}
+		fk, err := st.FactsKeys(ctx, d)
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
+			return in, fmt.Errorf("listing facts of %s: %w", d, err)
+		}
+		for _, k := range fk {
+			files = append(files, &entryFile{key: Key{d, k}, rel: store.FactsPath(d, k), facts: true})
+		}
+	}
+
+	c := openCache(st, opts.NoCache || opts.All)
+	c.stat(files)
+	var mu sync.Mutex
+	read := func(f *entryFile) error {
+		if f.facts {
+			v, err := st.Facts(ctx, f.key.Domain, f.key.IntentKey)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				return in.broken(f.key, err)
+			}
+			f.full, f.sum = v, factsSummary(v)
+			return nil
+		}
+		v, err := st.Experience(ctx, f.key.Domain, f.key.IntentKey)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			return in.broken(f.key, err)
+		}
+		f.full, f.sum = v, experienceSummary(v)
+		return nil
+	}
+	var miss []*entryFile
+	for _, f := range files {
+		if !c.lookup(f) {
+			miss = append(miss, f)
+		}
+	}
+	if err := parallel(ctx, len(miss), func(i int) error { return read(miss[i]) }); err != nil {
+		return in, err
+	}
+	byKey := map[Key][2]*entryFile{}
+	for _, f := range files {
+		if f.sum == nil {
+			continue // broken
+		}
+		pair := byKey[f.key]
+		if f.facts {
+			pair[1] = f
+		} else {
+			pair[0] = f
+			for _, ev := range f.sum.Evidence {
+				in.Folded[ev.Trace] = f.key
+			}
+		}
+		byKey[f.key] = pair
+	}
+
+	in.Refs, err = st.TraceRefs(ctx, "")
+	if err != nil {
+		return in, fmt.Errorf("listing traces: %w", err)
+	}
+	var todo []engine.TraceRef
+	for _, r := range in.Refs {
+		if _, ok := in.Folded[r.ID]; !ok {
+			todo = append(todo, r)
+		}
+	}
+	traces := make([]*engine.Trace, len(todo))
+	done := 0
+	err = parallel(ctx, len(todo), func(i int) error {
+		t, err := st.Trace(ctx, todo[i])
+		mu.Lock()
+		defer mu.Unlock()
+		done++
+		if opts.Progress != nil && (done%250 == 0 || done == len(todo)) {
+			opts.Progress("read", done, len(todo))
+		}
+		switch {
+		case errors.Is(err, engine.ErrNotFound):
+			return nil // deleted meanwhile
+		case errors.Is(err, engine.ErrCorrupt):
+			in.Warnings = append(in.Warnings, fmt.Sprintf("%v: it is not folded; fix or delete it", err))
+			return nil
+		case err != nil:
+			return err
+		}
+		traces[i] = t
+		return nil
+	})
+	if err != nil {
+		return in, err
+	}
+	touched := map[Key]bool{}
+	for _, t := range traces {
+		if t != nil {
+			in.Traces = append(in.Traces, t)
+			touched[Key{t.Domain, t.IntentKey}] = true
+		}
+	}
+
+	// Load in full what the plan can change.
+	var need []*entryFile
+	for k, pair := range byKey {
+		if !opts.All && !touched[k] && !mayMove(pair[0], pair[1], opts.Now, in.Policy) {
+			continue
+		}
+		for _, f := range pair {
+			if f != nil && f.full == nil {
+				need = append(need, f)
+			}
+		}
+	}
+	if err := parallel(ctx, len(need), func(i int) error { return read(need[i]) }); err != nil {
+		return in, err
+	}
+	for k, pair := range byKey {
+		if !opts.All && !touched[k] && !mayMove(pair[0], pair[1], opts.Now, in.Policy) {
+			continue
+		}
+		if f := pair[0]; f != nil && f.full != nil {
+			in.Experience[k] = f.full.(*engine.Experience)
+		}
+		if f := pair[1]; f != nil && f.full != nil {
+			in.Facts[k] = f.full.(*engine.Facts)
+		}
+	}
+	c.save(files)
+	return in, nil
+}
+
+// mayMove reports whether an entry with no new traces changes at now: its
+// status moves (decay) or its revision was never set. It mirrors planEntry.
+func mayMove(x, f *entryFile, now time.Time, p engine.Policy) bool {
+	if f == nil || x == nil || len(x.sum.Evidence) == 0 {
+		return false
+	}
+	if f.sum.Revision == "" && f.sum.Status != engine.Retired {
+		return true
+	}
+	sc := engine.Confidence(x.sum.Evidence, now, p)
+	next, _ := engine.NextStatus(f.sum.Status, sc, f.sum.PageText, p)
+	cur := f.sum.Status
+	return next != cur
+}
+
+// broken records an entry that could not be read: a corrupt file is a
+// warning and keeps the entry out of the plan; any other error is returned.
+func (in *Input) broken(k Key, err error) error {
+	if !errors.Is(err, engine.ErrCorrupt) {
+		return err
+	}
+	if in.Broken == nil {
+		in.Broken = map[Key]string{}
+	}
+	in.Broken[k] = err.Error()
+	in.Warnings = append(in.Warnings, fmt.Sprintf("%v: %s is left alone until the file is fixed", err, k))
+	return nil
+}
+
+// parallel runs fn(0..n-1) on GOMAXPROCS workers and returns the first error.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	return parallelN(ctx, n, runtime.GOMAXPROCS(0), fn)
+}
+
+// parallelN runs fn(0..n-1) on the given number of workers and returns the
+// first error; after an error no new call starts.
+func parallelN(ctx context.Context, n, workers int, fn func(i int) error) error {
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  int
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if first != nil || next >= n {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				err := ctx.Err()
+				if err == nil {
+					err = fn(i)
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}

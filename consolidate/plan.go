@@ -1,0 +1,771 @@
+package consolidate
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+)
+
+// Key names one (domain, intent) entry.
+type Key struct {
+	Domain    string
+	IntentKey string
+}
+
+func (k Key) String() string { return k.Domain + "/" + k.IntentKey }
+
+// Input is everything a plan is made from. Load fills it from a store; tests
+// build it by hand.
+type Input struct {
+	Policy     engine.Policy
+	Experience map[Key]*engine.Experience // existing entries
+	Facts      map[Key]*engine.Facts      // existing entries
+	Traces     []*engine.Trace            // traces to fold (those no experience has folded yet)
+	Refs       []engine.TraceRef          // every trace in the tree, for expiry
+	Folded     map[string]Key             // every folded trace id, also of entries not loaded (nil: from Experience)
+	Broken     map[Key]string             // entries whose files could not be read: left alone
+	Warnings   []string                   // what the loader could not read
+}
+
+// Kind is what a change does.
+type Kind string
+
+const (
+	KindFold    Kind = "fold"    // a trace's outcome joins an entry's experience
+	KindSkip    Kind = "skip"    // a trace is left alone (already folded, unusable)
+	KindCreate  Kind = "create"  // a new facts entry
+	KindUpdate  Kind = "update"  // a facts entry's content follows new evidence
+	KindStatus  Kind = "status"  // hypothesis ↔ candidate
+	KindVerify  Kind = "verify"  // promotion to verified (its own commit)
+	KindContest Kind = "contest" // verified → contested
+	KindExpire  Kind = "expire"  // a folded trace older than ttl_days is deleted
+)
+
+// Change is one decision of a plan, with its reason.
+type Change struct {
+	Kind     Kind
+	Key      Key
+	Trace    string        // fold, skip, expire
+	From, To engine.Status // status, verify, contest
+	Revision string        // create, update, verify, contest
+	Reason   string
+}
+
+func (c Change) String() string {
+	switch c.Kind {
+	case KindFold:
+		return fmt.Sprintf("fold trace %s into %s: %s", c.Trace, c.Key, c.Reason)
+	case KindSkip:
+		return fmt.Sprintf("skip trace %s: %s", c.Trace, c.Reason)
+	case KindCreate:
+		return fmt.Sprintf("create facts %s r%s: %s", c.Key, c.Revision, c.Reason)
+	case KindUpdate:
+		return fmt.Sprintf("update facts %s r%s: %s", c.Key, c.Revision, c.Reason)
+	case KindStatus:
+		return fmt.Sprintf("status %s %s → %s: %s", c.Key, c.From, c.To, c.Reason)
+	case KindVerify:
+		return fmt.Sprintf("verify %s r%s (%s → verified): %s", c.Key, c.Revision, c.From, c.Reason)
+	case KindContest:
+		return fmt.Sprintf("contest %s r%s: %s", c.Key, c.Revision, c.Reason)
+	case KindExpire:
+		return fmt.Sprintf("expire trace %s (%s): %s", c.Trace, c.Key.Domain, c.Reason)
+	}
+	return fmt.Sprintf("%s %s: %s", c.Kind, c.Key, c.Reason)
+}
+
+// Entry is what a plan writes for one (domain, intent).
+type Entry struct {
+	Key        Key
+	Experience *engine.Experience // to write; nil: unchanged
+	Facts      *engine.Facts      // to write; nil: unchanged
+	Folded     []engine.TraceRef  // traces folded into it by this plan
+	Score      engine.Score       // at the plan's time, over all its evidence
+	Verified   bool               // promoted to verified: committed on its own
+	Reason     string             // why it was verified
+
+	baseEvidence int           // evidence count the plan started from
+	baseFacts    *engine.Facts // the facts the plan started from (nil: none)
+}
+
+// Changeset is the plan of one consolidation, what Plan returns: every
+// change in order (folds, then per entry facts and status changes, then
+// expiries) and what to write.
+type Changeset struct {
+	Now      time.Time
+	Changes  []Change
+	Entries  []*Entry          // entries with something to write, sorted by key
+	Expire   []engine.TraceRef // traces to delete
+	Warnings []string
+}
+
+// Empty reports whether the plan writes nothing.
+func (p *Changeset) Empty() bool { return len(p.Entries) == 0 && len(p.Expire) == 0 }
+
+// Count returns how many changes of kind k the plan holds.
+func (p *Changeset) Count(k Kind) int {
+	n := 0
+	for _, c := range p.Changes {
+		if c.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// String is the plan as text: one line per change, then the summary.
+func (p *Changeset) String() string {
+	var b strings.Builder
+	for _, c := range p.Changes {
+		b.WriteString(c.String())
+		b.WriteByte('\n')
+	}
+	for _, w := range p.Warnings {
+		b.WriteString("warning: " + w + "\n")
+	}
+	b.WriteString(p.Summary())
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// Summary is one line saying what the plan does.
+func (p *Changeset) Summary() string {
+	if p.Empty() {
+		return "nothing to consolidate"
+	}
+	var parts []string
+	if n := p.Count(KindFold); n > 0 {
+		parts = append(parts, fmt.Sprintf("folded %d %s into %d %s", n, plural(n, "trace", "traces"), p.foldedEntries(), plural(p.foldedEntries(), "entry", "entries")))
+	}
+	if n := p.Count(KindCreate); n > 0 {
+		parts = append(parts, fmt.Sprintf("created %d facts", n))
+	}
+	if n := p.Count(KindUpdate); n > 0 {
+		parts = append(parts, fmt.Sprintf("updated %d facts", n))
+	}
+	if n := p.Count(KindVerify); n > 0 {
+		parts = append(parts, fmt.Sprintf("verified %d", n))
+	}
+	if n := p.Count(KindContest); n > 0 {
+		parts = append(parts, fmt.Sprintf("contested %d", n))
+	}
+	if n := p.Count(KindStatus); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d other status %s", n, plural(n, "change", "changes")))
+	}
+	if n := len(p.Expire); n > 0 {
+		parts = append(parts, fmt.Sprintf("expired %d %s", n, plural(n, "trace", "traces")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (p *Changeset) foldedEntries() int {
+	n := 0
+	for _, e := range p.Entries {
+		if len(e.Folded) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// MaxProvenanceTraces caps facts.provenance.traces: the newest ids are kept;
+// the full evidence is in experience.
+const MaxProvenanceTraces = 10
+
+// Plan decides a consolidation at time now. It is pure: it reads in and
+// returns values, and never changes in.
+//
+// Rules (docs/consolidation.md):
+//   - a trace is folded into the experience of its (domain, intent) unless its
+//     id was folded before — ever: evidence outlives the trace file;
+//   - confidence is recomputed at now (engine.Confidence) for every entry
+//     with evidence, and the facts status moves with engine.NextStatus;
+//   - a facts entry is created for an entry once it has a successful run, and
+//     its content (url patterns, the latest successful route as steps,
+//     selectors ranked by their own record) follows new evidence until the
+//     entry is verified; a verified or contested entry's content is frozen
+//     and only its status, history and last_verified move;
+//   - a folded trace older than ttl_days is expired; its evidence stays.
+func Plan(now time.Time, in Input) *Changeset {
+	now = now.UTC()
+	p := in.Policy
+	plan := &Changeset{Now: now, Warnings: append([]string(nil), in.Warnings...)}
+
+	folded := make(map[string]Key, len(in.Folded))
+	for id, k := range in.Folded {
+		folded[id] = k
+	}
+	for k, x := range in.Experience {
+		if x == nil {
+			continue
+		}
+		for _, ev := range x.Evidence {
+			folded[ev.Trace] = k
+		}
+	}
+
+	// Fold, oldest first, so the result does not depend on input order.
+	traces := append([]*engine.Trace(nil), in.Traces...)
+	sort.SliceStable(traces, func(i, j int) bool {
+		a, b := traces[i], traces[j]
+		if !a.StartedAt.Equal(b.StartedAt) {
+			return a.StartedAt.Before(b.StartedAt)
+		}
+		return a.ID < b.ID
+	})
+	work := map[Key]*engine.Experience{}
+	newTraces := map[Key][]*engine.Trace{}
+	for _, t := range traces {
+		if t == nil {
+			continue
+		}
+		if t.ID == "" || t.Domain == "" || t.IntentKey == "" {
+			plan.Changes = append(plan.Changes, Change{Kind: KindSkip, Trace: t.ID, Key: Key{t.Domain, t.IntentKey},
+				Reason: "it has no id, domain or intent key; fix or delete the file"})
+			continue
+		}
+		if k, ok := folded[t.ID]; ok {
+			plan.Changes = append(plan.Changes, Change{Kind: KindSkip, Trace: t.ID, Key: k,
+				Reason: fmt.Sprintf("already folded into %s; a trace counts once", k)})
+			continue
+		}
+		k := Key{t.Domain, t.IntentKey}
+		if why, ok := in.Broken[k]; ok {
+			plan.Changes = append(plan.Changes, Change{Kind: KindSkip, Trace: t.ID, Key: k,
+				Reason: "the files of " + k.String() + " cannot be read (" + why + "); fold after fixing them"})
+			continue
+		}
+		x := work[k]
+		if x == nil {
+			x = cloneExperience(in.Experience[k])
+			work[k] = x
+		}
+		x.Fold(t)
+		folded[t.ID] = k
+		newTraces[k] = append(newTraces[k], t)
+		reason := "success"
+		if t.Outcome == engine.Failure {
+			reason = "failure (" + string(engine.EvidenceOf(t).Category) + ")"
+		}
+		if t.Session != "" {
+			reason += ", session " + t.Session
+		}
+		plan.Changes = append(plan.Changes, Change{Kind: KindFold, Trace: t.ID, Key: k, Reason: reason})
+	}
+
+	keys := map[Key]bool{}
+	for k := range in.Experience {
+		keys[k] = true
+	}
+	for k := range in.Facts {
+		keys[k] = true
+	}
+	for k := range work {
+		keys[k] = true
+	}
+	sorted := make([]Key, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Slice(sorted, func(i, j int) bool {
+		if sorted[i].Domain != sorted[j].Domain {
+			return sorted[i].Domain < sorted[j].Domain
+		}
+		return sorted[i].IntentKey < sorted[j].IntentKey
+	})
+	for _, k := range sorted {
+		if _, ok := in.Broken[k]; ok {
+			continue
+		}
+		if e := planEntry(now, p, k, in.Experience[k], work[k], in.Facts[k], newTraces[k], plan); e != nil {
+			plan.Entries = append(plan.Entries, e)
+		}
+	}
+
+	// Expire folded traces older than ttl_days. A ref's day is the UTC day
+	// its run started, so age counts whole days from that day's start.
+	for _, ref := range in.Refs {
+		day, err := time.Parse("2006-01-02", ref.Day)
+		if err != nil {
+			continue
+		}
+		age := int(now.Sub(day).Hours() / 24)
+		if age <= p.TTLDays {
+			continue
+		}
+		k, ok := folded[ref.ID]
+		if !ok {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("trace %s (%s, %s) is older than ttl_days but was never folded: it is kept until it can be read", ref.ID, ref.Domain, ref.Day))
+			continue
+		}
+		plan.Expire = append(plan.Expire, ref)
+		plan.Changes = append(plan.Changes, Change{Kind: KindExpire, Trace: ref.ID, Key: Key{ref.Domain, k.IntentKey},
+			Reason: fmt.Sprintf("age %d days > ttl_days %d; its evidence stays in %s", age, p.TTLDays, k)})
+	}
+	return plan
+}
+
+// planEntry decides one entry: facts content, status. It returns nil when
+// nothing of the entry is written.
+func planEntry(now time.Time, p engine.Policy, k Key, base, x *engine.Experience, f0 *engine.Facts, fresh []*engine.Trace, plan *Changeset) *Entry {
+	e := &Entry{Key: k, baseFacts: f0}
+	if base != nil {
+		e.baseEvidence = len(base.Evidence)
+	}
+	if x != nil {
+		e.Experience = x
+		for _, t := range fresh {
+			e.Folded = append(e.Folded, engine.TraceRef{Domain: t.Domain, Day: t.StartedAt.UTC().Format("2006-01-02"), ID: t.ID})
+		}
+	} else {
+		x = base
+	}
+	if x == nil || len(x.Evidence) == 0 {
+		// Facts with no evidence (hand-written, or a patch before any run):
+		// nothing to judge them by.
+		if e.Experience == nil {
+			return nil
+		}
+		return e
+	}
+
+	var f *engine.Facts
+	dirty := false
+	route := latestRoute(fresh, base, f0 == nil || len(f0.Steps) == 0)
+	switch {
+	case f0 == nil && route == nil:
+		// No successful run yet: experience only.
+	case f0 == nil:
+		f = &engine.Facts{Format: engine.Format, Domain: k.Domain, Intent: x.Intent, IntentKey: k.IntentKey,
+			Status: engine.Hypothesis}
+		derive(f, x, route, fresh)
+		dirty = true
+		plan.Changes = append(plan.Changes, Change{Kind: KindCreate, Key: k, Revision: f.Revision,
+			Reason: fmt.Sprintf("first successful run; route of %d steps from trace %s, %d selectors, url patterns %s",
+				len(f.Steps), route.ID, len(f.Selectors), strings.Join(f.URLPatterns, " "))})
+	default:
+		f = cloneFacts(f0)
+		if !frozen(f0) && len(fresh) > 0 {
+			derive(f, x, route, fresh)
+			dirty = !sameFacts(f, f0)
+			if f.Revision != f0.Revision {
+				plan.Changes = append(plan.Changes, Change{Kind: KindUpdate, Key: k, Revision: f.Revision,
+					Reason: describeUpdate(f0, f, route)})
+			}
+		} else if f.Revision == "" && f.Status != engine.Retired {
+			f.Revision = f.ContentHash()
+			dirty = true
+		}
+	}
+
+	e.Score = engine.Confidence(x.Evidence, now, p)
+	if f != nil {
+		cur := f.Status
+		next, why := engine.NextStatus(cur, e.Score, f.HasPageText(), p)
+		if next != cur {
+			if cur == "" {
+				cur = engine.Hypothesis
+			}
+			f.Status = next
+			f.History = append(f.History, engine.Transition{From: cur, To: next, At: now, Reason: why})
+			c := Change{Kind: KindStatus, Key: k, From: cur, To: next, Revision: f.Revision, Reason: why}
+			switch next {
+			case engine.Verified:
+				c.Kind = KindVerify
+				e.Verified, e.Reason = true, why
+				f.Provenance.LastVerified = x.LastSuccessAt
+			case engine.Contested:
+				c.Kind = KindContest
+			}
+			plan.Changes = append(plan.Changes, c)
+			dirty = true
+		} else if f.Status == engine.Verified && len(fresh) > 0 && x.LastSuccessAt.After(f.Provenance.LastVerified) {
+			f.Provenance.LastVerified = x.LastSuccessAt // a lifecycle field: it moves while frozen
+			dirty = true
+		}
+		if dirty {
+			e.Facts = f
+		}
+	}
+	if e.Experience == nil && e.Facts == nil {
+		return nil
+	}
+	return e
+}
+
+// frozen reports whether an entry's content may no longer change: it is (or
+// was, while contested) verified, or retired.
+func frozen(f *engine.Facts) bool {
+	return f.Status == engine.Verified || f.Status == engine.Contested || f.Status == engine.Retired
+}
+
+// latestRoute is the newest successful trace among the new ones when it is
+// newer than every success already folded (base); else nil: the route on
+// record is the latest.
+// When none is on record (any), the newest new success is taken regardless.
+func latestRoute(fresh []*engine.Trace, base *engine.Experience, any bool) *engine.Trace {
+	var best *engine.Trace
+	for _, t := range fresh {
+		if t.Outcome != engine.Success || !hasRoute(t) {
+			continue
+		}
+		if best == nil || t.StartedAt.After(best.StartedAt) || t.StartedAt.Equal(best.StartedAt) && t.ID > best.ID {
+			best = t
+		}
+	}
+	if best != nil && !any && base != nil && best.StartedAt.Before(base.LastSuccessAt) {
+		return nil
+	}
+	return best
+}
+
+func hasRoute(t *engine.Trace) bool {
+	for _, s := range t.Steps {
+		if s.OK {
+			return true
+		}
+	}
+	return false
+}
+
+// derive sets f's evidence-derived content: url patterns, route, selectors,
+// task type, provenance; then its revision.
+func derive(f *engine.Facts, x *engine.Experience, route *engine.Trace, fresh []*engine.Trace) {
+	f.URLPatterns = mergeStrings(x.URLPatterns(), f.URLPatterns)
+	if f.TaskType == "" && len(x.TaskTypes) > 0 {
+		f.TaskType = x.TaskTypes[0]
+	}
+	if f.Intent == "" {
+		f.Intent = x.Intent
+	}
+	if route != nil {
+		steps, sels := routeOf(route, x.Selectors)
+		f.Steps = steps
+		// Selectors this tree observed in runs are managed here; names whose
+		// selector no run used (a hand edit, a patch) are kept as they are.
+		for name, s := range f.Selectors {
+			if _, observed := x.Selectors[s.Primary]; observed {
+				if _, still := sels[name]; !still {
+					delete(f.Selectors, name)
+				}
+			}
+		}
+		for name, s := range sels {
+			if f.Selectors == nil {
+				f.Selectors = map[string]engine.Selector{}
+			}
+			f.Selectors[name] = s
+		}
+	}
+	ids := append([]string(nil), f.Provenance.Traces...)
+	for _, t := range fresh {
+		ids = append(ids, t.ID)
+	}
+	ids = mergeStrings(ids, nil)
+	sort.Strings(ids)
+	if len(ids) > MaxProvenanceTraces {
+		ids = ids[len(ids)-MaxProvenanceTraces:]
+	}
+	f.Provenance.Traces = ids
+	if !contains(f.Provenance.Sources, "consolidate") {
+		f.Provenance.Sources = append(f.Provenance.Sources, "consolidate")
+	}
+	if len(x.Evidence) > 0 {
+		first := x.Evidence[0].At
+		for _, ev := range x.Evidence {
+			if ev.At.Before(first) {
+				first = ev.At
+			}
+		}
+		if f.Provenance.FirstSeen.IsZero() || first.Before(f.Provenance.FirstSeen) {
+			f.Provenance.FirstSeen = first
+		}
+	}
+	f.Revision = f.ContentHash()
+}
+
+// routeOf turns a successful trace into the route to store: its successful
+// steps, each selector replaced by the best of it and its fallbacks by their
+// own record, and the named selectors of the route.
+func routeOf(t *engine.Trace, stats map[string]*engine.SelectorStats) ([]engine.Step, map[string]engine.Selector) {
+	var steps []engine.Step
+	sels := map[string]engine.Selector{}
+	byPrimary := map[string]string{}
+	for _, s := range t.Steps {
+		if !s.OK || s.Action == "done" {
+			continue
+		}
+		st := engine.Step{Seq: len(steps) + 1, Action: s.Action, Selector: s.Selector, Param: s.Param, URL: s.URL, OK: true}
+		if s.Param == "" {
+			st.Value = s.Value
+		}
+		if s.Selector != "" && s.Action != "navigate" {
+			ranked := rankSelectors(append([]string{s.Selector}, s.Fallbacks...), stats)
+			st.Selector = ranked[0]
+			if len(ranked) > 1 {
+				st.Fallbacks = ranked[1:]
+			}
+			if _, done := byPrimary[st.Selector]; !done {
+				name := uniqueName(s.Action+"_"+shortName(st.Selector), sels)
+				byPrimary[st.Selector] = name
+				sel := engine.Selector{Primary: st.Selector, Fallbacks: st.Fallbacks}
+				if c := stats[st.Selector]; c != nil && c.OK+c.Fail > 0 {
+					sel.Stability = float64(int(float64(c.OK)/float64(c.OK+c.Fail)*100+0.5)) / 100
+				}
+				sels[name] = sel
+			}
+		}
+		steps = append(steps, st)
+	}
+	return steps, sels
+}
+
+// rankSelectors orders candidates by their own record: most successes first,
+// then fewest failures, then as the run listed them.
+func rankSelectors(cands []string, stats map[string]*engine.SelectorStats) []string {
+	cands = mergeStrings(cands, nil)
+	get := func(s string) engine.SelectorStats {
+		if c := stats[s]; c != nil {
+			return *c
+		}
+		return engine.SelectorStats{}
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := get(cands[i]), get(cands[j])
+		if a.OK != b.OK {
+			return a.OK > b.OK
+		}
+		return a.Fail < b.Fail
+	})
+	return cands
+}
+
+var (
+	attrValue = regexp.MustCompile(`\[\s*([a-zA-Z_:-]+)\s*[~|^$*]?=\s*["']?([^"'\]]+)["']?\s*\]`)
+	nonSlug   = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+// shortName names a selector after what identifies it in its last compound:
+// the id, else a name/label/test-id attribute value, else the first class,
+// else the tag.
+func shortName(sel string) string {
+	last := lastCompound(sel)
+	pick := ""
+	if i := strings.IndexByte(last, '#'); i >= 0 {
+		pick = last[i+1:]
+		if j := strings.IndexAny(pick, ".[:#"); j >= 0 {
+			pick = pick[:j]
+		}
+	}
+	if pick == "" {
+		if m := attrValue.FindStringSubmatch(last); m != nil {
+			pick = m[2]
+		}
+	}
+	if pick == "" {
+		if i := strings.IndexByte(last, '.'); i >= 0 {
+			pick = last[i+1:]
+			if j := strings.IndexAny(pick, ".[:#"); j >= 0 {
+				pick = pick[:j]
+			}
+		}
+	}
+	if pick == "" {
+		pick = last
+		if j := strings.IndexAny(pick, ".[:#"); j >= 0 {
+			pick = pick[:j]
+		}
+	}
+	s := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(pick), "_"), "_")
+	if len(s) > 24 {
+		s = strings.TrimRight(s[:24], "_")
+	}
+	if s == "" {
+		s = "element"
+	}
+	return s
+}
+
+// lastCompound returns the part of a CSS selector after its last combinator
+// (space, >, +, ~) outside brackets, parentheses and quotes.
+func lastCompound(sel string) string {
+	depth, quote, start := 0, byte(0), 0
+	for i := 0; i < len(sel); i++ {
+		c := sel[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '[' || c == '(':
+			depth++
+		case c == ']' || c == ')':
+			depth--
+		case depth == 0 && (c == ' ' || c == '>' || c == '+' || c == '~'):
+			if i+1 < len(sel) {
+				start = i + 1
+			}
+		}
+	}
+	last := strings.TrimSpace(sel[start:])
+	if last == "" {
+		return strings.TrimSpace(sel)
+	}
+	return last
+}
+
+func uniqueName(name string, taken map[string]engine.Selector) string {
+	if _, ok := taken[name]; !ok {
+		return name
+	}
+	for i := 2; ; i++ {
+		n := fmt.Sprintf("%s_%d", name, i)
+		if _, ok := taken[n]; !ok {
+			return n
+		}
+	}
+}
+
+func describeUpdate(old, f *engine.Facts, route *engine.Trace) string {
+	var what []string
+	if !reflect.DeepEqual(old.Steps, f.Steps) && route != nil {
+		what = append(what, fmt.Sprintf("route of %d steps from trace %s", len(f.Steps), route.ID))
+	}
+	if !reflect.DeepEqual(old.Selectors, f.Selectors) {
+		var added, removed, changed []string
+		for n, s := range f.Selectors {
+			o, ok := old.Selectors[n]
+			switch {
+			case !ok:
+				added = append(added, n)
+			case !reflect.DeepEqual(o, s):
+				changed = append(changed, n)
+			}
+		}
+		for n := range old.Selectors {
+			if _, ok := f.Selectors[n]; !ok {
+				removed = append(removed, n)
+			}
+		}
+		for _, l := range []struct {
+			verb  string
+			names []string
+		}{{"added", added}, {"re-ranked", changed}, {"removed", removed}} {
+			if len(l.names) > 0 {
+				sort.Strings(l.names)
+				what = append(what, "selectors "+l.verb+" "+strings.Join(l.names, " "))
+			}
+		}
+	}
+	if !reflect.DeepEqual(old.URLPatterns, f.URLPatterns) {
+		what = append(what, "url patterns "+strings.Join(f.URLPatterns, " "))
+	}
+	if len(what) == 0 {
+		what = append(what, "content follows new evidence")
+	}
+	return "r" + old.Revision + " → r" + f.Revision + ": " + strings.Join(what, "; ")
+}
+
+func mergeStrings(a, b []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, xs := range [][]string{a, b} {
+		for _, s := range xs {
+			if s != "" && !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func cloneExperience(x *engine.Experience) *engine.Experience {
+	if x == nil {
+		return &engine.Experience{}
+	}
+	c := *x
+	c.TaskTypes = append([]string(nil), x.TaskTypes...)
+	c.Evidence = append([]engine.Evidence(nil), x.Evidence...)
+	if x.ByCategory != nil {
+		c.ByCategory = map[engine.FailureCategory]int{}
+		for k, v := range x.ByCategory {
+			c.ByCategory[k] = v
+		}
+	}
+	if x.Patterns != nil {
+		c.Patterns = map[string]*engine.Counts{}
+		for k, v := range x.Patterns {
+			vv := *v
+			c.Patterns[k] = &vv
+		}
+	}
+	if x.Selectors != nil {
+		c.Selectors = map[string]*engine.SelectorStats{}
+		for k, v := range x.Selectors {
+			vv := *v
+			c.Selectors[k] = &vv
+		}
+	}
+	return &c
+}
+
+func cloneFacts(f *engine.Facts) *engine.Facts {
+	c := *f
+	c.URLPatterns = clip(f.URLPatterns)
+	if f.Selectors != nil {
+		c.Selectors = make(map[string]engine.Selector, len(f.Selectors))
+		for k, v := range f.Selectors {
+			v.Fallbacks = clip(v.Fallbacks)
+			c.Selectors[k] = v
+		}
+	}
+	c.Steps = clip(f.Steps)
+	c.InteractionHints = clip(f.InteractionHints)
+	c.KnownBlockers = clip(f.KnownBlockers)
+	c.AntiPatterns = clip(f.AntiPatterns)
+	c.Answers = clip(f.Answers)
+	c.Provenance.Traces = clip(f.Provenance.Traces)
+	c.Provenance.Sources = clip(f.Provenance.Sources)
+	c.History = clip(f.History)
+	return &c
+}
+
+// clip copies a slice, keeping nil nil.
+func clip[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
+}
+
+// sameFacts compares two entries as they would be stored (empty and absent
+// lists are the same thing on disk).
+func sameFacts(a, b *engine.Facts) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
