@@ -7,6 +7,16 @@
 // bounded by Options.Timeout (or the caller's deadline, if sooner) and every
 // settle wait after navigate/click/press by settleMax.
 //
+// Settling is one evaluation in the page: wait for the load event (at most
+// settleMax; a slow subresource does not fail a navigation), then for
+// settleQuiet (50 ms) without DOM mutations, at most quietMax. A
+// MutationObserver installed at the start of every document records the last
+// change, so on a new document the quiet time that has already passed counts;
+// after an action in the same document the window opens at the action.
+// Exists is a single document.querySelector (one round trip, no polling)
+// bounded by existsTimeout; a page that does not answer in time is an error,
+// never reported as a missing element.
+//
 // go-rod registers a global "-rod" flag on flag.CommandLine in an init unless
 // DISABLE_ROD_FLAG is set in the environment. It is harmless for pem (the CLI
 // does not parse flag.CommandLine, and tests accept the extra flag), but the

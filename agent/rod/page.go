@@ -125,7 +125,9 @@ func (p *Page) armNav(ctx context.Context) {
 }
 
 func (p *Page) navigating(ctx context.Context, seq0 int) bool {
-	if seq, loading, _ := p.state(); seq > seq0 || loading {
+	// A load still in progress from before the action (a slow image) is not
+	// the action's navigation; one the action started counts.
+	if seq, _, _ := p.state(); seq > seq0 {
 		return true
 	}
 	pg, _, cancel := p.with(ctx, 0)
@@ -136,17 +138,59 @@ func (p *Page) navigating(ctx context.Context, seq0 int) bool {
 	return err != nil || res.Value.Nil() || res.Value.Int() != 0
 }
 
+// hookJS runs at the start of every document the page loads: it records
+// when the DOM last changed, so that settle counts the quiet time that has
+// already passed instead of opening a fresh window on every call.
+const hookJS = `(() => {
+	const k = Symbol.for("pem.settle");
+	if (window[k]) return;
+	const st = { last: performance.now() };
+	Object.defineProperty(window, k, { value: st });
+	new MutationObserver(() => { st.last = performance.now() }).observe(document,
+		{ subtree: true, childList: true, attributes: true, characterData: true });
+})()`
+
 // settle waits for a navigation (when one was started after seq0) to load,
-// at most the page timeout, then at most settleMax for the DOM to go quiet.
+// at most the page timeout, then for the DOM to go quiet.
 func (p *Page) settle(ctx context.Context, seq0 int, navigating bool) {
 	if navigating {
 		p.waitLoaded(ctx, seq0, p.timeout)
 	}
-	qctx, cancel := context.WithTimeout(ctx, settleMax)
-	defer cancel()
-	_, _ = p.pg.Context(qctx).Eval(pageJS, "settle", settleQuiet, 0)
+	p.quiet(ctx, !navigating)
 	if seq, _, _ := p.state(); seq > seq0 && !navigating { // a script navigated meanwhile
 		p.waitLoaded(ctx, seq0, settleMax)
+		p.quiet(ctx, false)
+	}
+}
+
+// quiet waits, in one evaluation, until the document has loaded (at most
+// settleMax) and its DOM has not changed for settleQuiet (at most quietMax
+// after the load). On a new document the quiet time since its last change
+// counts; fresh (after an action in the same document) opens the window now.
+// It reports whether the page settled in time; a page that does not is used
+// as it is.
+func (p *Page) quiet(ctx context.Context, fresh bool) bool {
+	qctx, cancel := context.WithTimeout(ctx, settleMax+500*time.Millisecond)
+	defer cancel()
+	arg := map[string]any{"quiet": settleQuiet, "cap": settleMax.Milliseconds(), "quietCap": quietMax.Milliseconds(), "fresh": fresh}
+	res, err := p.pg.Context(qctx).Eval(pageJS, "settle", arg, 0)
+	return err == nil && res.Value.Bool()
+}
+
+// waitStopped waits until the main frame is not loading, or d passes.
+func (p *Page) waitStopped(ctx context.Context, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		_, loading, changed := p.state()
+		if !loading {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -235,22 +279,29 @@ func describe(el *gorod.Element) string {
 	return res.Value.Str()
 }
 
-// Navigate loads url and waits for load and settle.
+// Navigate loads url and waits for settle: the load event (at most
+// settleMax after the document commits; a slow subresource does not fail the
+// navigation) and a quiet DOM.
 func (p *Page) Navigate(ctx context.Context, url string) error {
-	seq0, _, _ := p.state()
 	pg, _, cancel := p.with(ctx, 0)
 	defer cancel()
-	if err := pg.Navigate(url); err != nil {
-		var ne *gorod.NavigationError
-		if errors.As(err, &ne) {
-			return fmt.Errorf("navigate %s: %s", url, ne.Reason)
-		}
+	if url == "" {
+		url = "about:blank"
+	}
+	_ = proto.PageStopLoading{}.Call(pg)
+	// Page.navigate answers once the new document has committed (or failed),
+	// so the settle evaluation below runs in the new document.
+	res, err := proto.PageNavigate{URL: url}.Call(pg)
+	if err != nil {
 		return fmt.Errorf("navigate %s: %w", url, err)
 	}
-	if err := pg.WaitLoad(); err != nil {
-		return fmt.Errorf("navigate %s: waiting for load: %w", url, err)
+	if res.ErrorText != "" {
+		return fmt.Errorf("navigate %s: %s", url, res.ErrorText)
 	}
-	p.settle(ctx, seq0, true)
+	if p.quiet(ctx, res.LoaderID == "") && res.LoaderID != "" {
+		// The new document has loaded: let the loading events catch up.
+		p.waitStopped(ctx, 500*time.Millisecond)
+	}
 	return nil
 }
 
@@ -446,23 +497,32 @@ func (p *Page) Text(ctx context.Context, selector string) (string, error) {
 	return t, nil
 }
 
-// Exists reports whether selector matches a visible element, checking for
-// existsWait at most; absent → agent.ErrNoElement.
+// Exists reports whether selector matches a visible element. It asks the
+// page once (one document.querySelector, no polling), so absence is answered
+// in one round trip → agent.ErrNoElement. The answer may take up to
+// existsTimeout on a busy machine; a page that does not answer in time is an
+// error, never reported as absence.
 func (p *Page) Exists(ctx context.Context, selector string) (bool, error) {
-	pg, _, cancel := p.with(ctx, existsWait)
+	pg, _, cancel := p.with(ctx, existsTimeout)
 	defer cancel()
-	el, err := pg.Element(selector)
+	res, err := pg.Eval(pageJS, "exists", selector, 0)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return false, fmt.Errorf("exists %q: %w (checked %s on %s)", selector, agent.ErrNoElement, existsWait, p.URL())
+		var ee *gorod.EvalError
+		switch {
+		case errors.As(err, &ee):
+			return false, fmt.Errorf("exists %q: invalid selector: %s", selector, ee.Exception.Description)
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			return false, fmt.Errorf("exists %q: %s did not answer within %s (busy or hung page; retry or raise the load budget): %w", selector, p.URL(), existsTimeout, err)
 		}
-		return false, p.lookupErr("exists", selector, err)
+		return false, fmt.Errorf("exists %q on %s: %w", selector, p.URL(), err)
 	}
-	vis, err := el.Visible()
-	if err != nil {
-		return false, fmt.Errorf("exists %q: %w", selector, err)
+	switch res.Value.Int() {
+	case 0:
+		return false, fmt.Errorf("exists %q: %w (on %s)", selector, agent.ErrNoElement, p.URL())
+	case 1:
+		return false, nil
 	}
-	return vis, nil
+	return true, nil
 }
 
 // Elements lists up to limit elements matching selector without waiting

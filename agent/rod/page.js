@@ -1,5 +1,6 @@
 // pem's in-page helper, called by the rod adapter as fn(op, arg, limit).
-// ops: "elements" (arg = CSS selector or ""), "labelled", "settle" (arg = quiet ms).
+// ops: "elements" (arg = CSS selector or ""), "labelled", "exists" (arg = CSS
+// selector), "settle" (arg = {quiet, cap, fresh}).
 function (op, arg, limit) {
   const esc = (v) => String(v).replace(/\\/g, "\\\\").replace(/"/g, '\\"');
   const unique = (sel, el) => {
@@ -11,6 +12,9 @@ function (op, arg, limit) {
     }
   };
   const text = (el) => (el.innerText || el.textContent || "").replace(/\s+/g, " ").trim();
+  // raw is the element's text before whitespace is collapsed: a newline in it
+  // means the element lays out several blocks (a container, not a label/value).
+  const raw = (el) => el.innerText || el.textContent || "";
   const visible = (el) => {
     if (!el.getClientRects().length) return false;
     const s = getComputedStyle(el);
@@ -97,6 +101,7 @@ function (op, arg, limit) {
   if (op === "labelled") {
     const out = [];
     const seen = new Set();
+    const claimed = [];
     const add = (label, value, el) => {
       label = String(label).replace(/\s+/g, " ").trim().replace(/:$/, "").trim();
       value = String(value).replace(/\s+/g, " ").trim();
@@ -111,6 +116,7 @@ function (op, arg, limit) {
       let dd = dt.nextElementSibling;
       while (dd && dd.tagName === "DD") {
         if (visible(dd)) add(text(dt), text(dd), dd);
+        claimed.push(dd);
         dd = dd.nextElementSibling;
       }
     }
@@ -123,6 +129,7 @@ function (op, arg, limit) {
         if (row === head) continue;
         const cells = Array.from(row.cells);
         if (cells.length < 2 || !visible(row)) continue;
+        claimed.push(...cells);
         const key = text(cells[0]);
         if (cells.length === 2) {
           add(key, text(cells[1]), cells[1]);
@@ -138,54 +145,145 @@ function (op, arg, limit) {
       let h = pre.previousElementSibling;
       for (let i = 0; h && i < 3 && !/^H[1-6]$/.test(h.tagName); i++) h = h.previousElementSibling;
       const v = text(pre);
-      if (h && /^H[1-6]$/.test(h.tagName) && v.length <= 300 && visible(pre)) add(text(h), v, pre);
+      if (h && /^H[1-6]$/.test(h.tagName) && v.length <= 300 && visible(pre)) {
+        add(text(h), v, pre);
+        claimed.push(pre);
+      }
     }
     const leafy = (el, t) => !Array.from(el.children).some((c) => text(c) === t);
     const num = /^([0-9][0-9,.]*\s*[kKmM]?)$/;
-    const body = document.body ? document.body.querySelectorAll("*") : [];
-    let n = 0;
-    for (const el of body) {
-      if (++n > 5000) break;
+    // The rules below read an element's own text, so a container would yield
+    // its children's text run together ("3 Open issues matching … Clear
+    // search"). Elements are visited deepest first (reverse document order)
+    // and an element is skipped when a descendant already yielded a pair or
+    // holds a value read above (a dd, a table cell).
+    const covered = new Set();
+    const cover = (el) => {
+      for (let a = el; a && a !== document.body && !covered.has(a); a = a.parentElement) covered.add(a);
+    };
+    for (const v of claimed) cover(v);
+    // "Label: <el>value</el>": the label is the element's leading text and
+    // the value its first child element (what follows it, if anything, is
+    // set off by a separator). Pairs read inside such a value ("// Getting
+    // started: …" inside "First line: <code>…</code>") give way to it.
+    const labelChild = (el) => {
+      let lead = "";
+      let n = el.firstChild;
+      for (; n && (n.nodeType === 3 || n.nodeType === 8); n = n.nextSibling) if (n.nodeType === 3) lead += n.textContent;
+      if (!n || n.nodeType !== 1) return null;
+      const m = lead.replace(/\s+/g, " ").trim().match(/^([^:]{1,60}):$/);
+      const vt = text(n);
+      if (!m || !vt) return null;
+      const t = text(el);
+      const after = t.slice(t.indexOf(":") + 1).trim();
+      if (!after.startsWith(vt)) return null;
+      if (after !== vt && !/^\s*[·•|;,—–(]/.test(after.slice(vt.length))) return null;
+      return [m[1], vt, n];
+    };
+    const found = [];
+    const body = document.body ? Array.from(document.body.querySelectorAll("*")).slice(0, 5000) : [];
+    for (let i = body.length - 1; i >= 0; i--) {
+      const el = body[i];
       const tag = el.tagName;
       if (tag === "SCRIPT" || tag === "STYLE" || tag === "NOSCRIPT" || tag === "TEMPLATE") continue;
+      if (covered.has(el)) {
+        const lc = labelChild(el);
+        if (!lc || claimed.some((c) => el.contains(c)) || !visible(el) || raw(el).trim().indexOf("\n") >= 0) continue;
+        const inner = found.filter((f) => el.contains(f[2]));
+        if (inner.some((f) => !lc[2].contains(f[2]))) continue; // a container of other pairs
+        for (const f of inner) f[1] = [];
+        found.push([i, [lc], el]);
+        continue;
+      }
+      const pairs = [];
       // aria-label / title + a value inside or next to it
       const al = el.getAttribute("aria-label") || el.getAttribute("title");
       if (al && tag !== "INPUT" && tag !== "TEXTAREA" && tag !== "SELECT" && visible(el)) {
         const own = text(el);
-        if (own && own !== al.trim() && own.length <= 60) add(al, own, el);
-        else if (!own && el.nextElementSibling) add(al, text(el.nextElementSibling), el.nextElementSibling);
+        if (own && own !== al.trim() && own.length <= 60 && raw(el).trim().indexOf("\n") < 0) pairs.push([al, own, el]);
+        else if (!own && el.nextElementSibling) pairs.push([al, text(el.nextElementSibling), el.nextElementSibling]);
       }
+      const r = raw(el).trim();
       const t = text(el);
-      if (!t || t.length > 160 || t.indexOf("\n") >= 0 || !leafy(el, t) || !visible(el)) continue;
-      // "Label: value"
-      let m = t.match(/^([^:]{1,60}?):\s+(.{1,200})$/);
-      if (m && !/^https?$/i.test(m[1])) {
-        const v = Array.from(el.children).find((c) => text(c) === m[2].trim());
-        add(m[1], m[2], v || el);
-        continue;
+      if (t && t.length <= 160 && r.indexOf("\n") < 0 && leafy(el, t) && visible(el)) {
+        // "Label: value"; a child element that starts the value and is
+        // followed by a separator is the value ("Open issues: <span>13</span> · Sort: …")
+        let m = t.match(/^([^:]{1,60}?):\s+(.{1,200})$/);
+        if (m && !/^https?$/i.test(m[1])) {
+          let v = Array.from(el.children).find((c) => text(c) === m[2].trim());
+          let value = m[2];
+          if (!v) {
+            const c = Array.from(el.children).find((c) => {
+              const ct = text(c);
+              return ct && m[2].startsWith(ct) && /^\s*[·•|;,—–(]/.test(m[2].slice(ct.length));
+            });
+            if (c) { v = c; value = text(c); }
+          }
+          pairs.push([m[1], value, v || el]);
+        } else if ((m = t.match(/^(.*[^\d\s,.])\s+([0-9][0-9,.]*\s*[kKmM]?)$/)) && t.length <= 60) {
+          // counters: "Issues 12", "Stars 1,234", "1,234 stars"
+          const v = Array.from(el.children).find((c) => num.test(text(c)));
+          pairs.push([m[1], m[2], v || el]);
+        } else if ((m = t.match(/^([0-9][0-9,.]*[kKmM]?)\s+([A-Za-z][A-Za-z ]{0,40})$/))) {
+          pairs.push([m[2], m[1], el]);
+        }
       }
-      // counters: "Issues 12", "Stars 1,234", "1,234 stars"
-      m = t.match(/^(.*[^\d\s,.])\s+([0-9][0-9,.]*\s*[kKmM]?)$/);
-      if (m && t.length <= 60) {
-        const v = Array.from(el.children).find((c) => num.test(text(c)));
-        add(m[1], m[2], v || el);
-        continue;
+      if (pairs.length) {
+        cover(el);
+        found.push([i, pairs, el]);
       }
-      m = t.match(/^([0-9][0-9,.]*[kKmM]?)\s+([A-Za-z][A-Za-z ]{0,40})$/);
-      if (m) add(m[2], m[1], el);
     }
+    found.sort((a, b) => a[0] - b[0]);
+    for (const [, pairs] of found) for (const [l, v, e] of pairs) add(l, v, e);
     return out.slice(0, limit > 0 ? limit : 300);
   }
 
+  if (op === "exists") {
+    // One query, no waiting: 0 absent, 1 present but hidden, 2 visible.
+    const el = document.querySelector(arg);
+    return el ? (visible(el) ? 2 : 1) : 0;
+  }
+
   if (op === "settle") {
-    // Resolve after arg ms without DOM mutations, at most 1.5 s.
-    return new Promise((resolve) => {
-      let quiet;
-      const done = () => { mo.disconnect(); clearTimeout(quiet); clearTimeout(cap); resolve(true); };
-      const mo = new MutationObserver(() => { clearTimeout(quiet); quiet = setTimeout(done, arg); });
-      const cap = setTimeout(done, 1500);
-      quiet = setTimeout(done, arg);
+    // arg = {quiet, cap, quietCap, fresh}. Resolve once the document has
+    // loaded (waiting at most cap ms after the call) and has had no DOM
+    // mutation for quiet ms (waiting at most quietCap ms after the load).
+    // The hook installed at document start (hookJS in page.go) records the
+    // last mutation, so on a new document the quiet time that passed before
+    // the call counts; after an action in the same document (fresh) the
+    // window starts no earlier than the call, so that changes the action
+    // schedules on timers are waited for.
+    const quiet = Number(arg.quiet) || 0;
+    const cap = arg.cap > 0 ? arg.cap : 2000;
+    const quietCap = arg.quietCap > 0 ? arg.quietCap : 1000;
+    let loaded = 0;
+    const t0 = performance.now();
+    let st = window[Symbol.for("pem.settle")];
+    let mo = null;
+    if (!st) {
+      st = { last: t0 };
+      mo = new MutationObserver(() => { st.last = performance.now(); });
       mo.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+    }
+    const since = () => (arg.fresh ? Math.max(st.last, t0) : st.last);
+    return new Promise((resolve) => {
+      const tick = () => {
+        const now = performance.now();
+        const complete = document.readyState === "complete";
+        if (complete && !loaded) loaded = now;
+        let wait = 0, left = cap - (now - t0);
+        if (complete) left = Math.min(left, quietCap - (now - loaded));
+        if (left <= 0) wait = -1;
+        else if (!complete) wait = 20;
+        else if (now - since() < quiet) wait = quiet - (now - since()) + 1;
+        if (wait <= 0) {
+          if (mo) mo.disconnect();
+          resolve(wait === 0);
+          return;
+        }
+        setTimeout(tick, Math.min(wait, left + 1));
+      };
+      tick();
     });
   }
   throw new Error("pem: unknown op " + op);

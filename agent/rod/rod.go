@@ -21,12 +21,13 @@ import (
 
 // Defaults of Options and the adapter's fixed bounds.
 const (
-	DefaultTimeout = 5 * time.Second        // element lookups
-	settleMax      = 2 * time.Second        // load + DOM settle after an action
-	newPageTimeout = 20 * time.Second       // a tab takes ~0.4 s, much longer on a loaded machine
-	settleQuiet    = 100                    // ms without DOM mutations that count as settled
-	existsWait     = 500 * time.Millisecond // Exists' bounded check
-	maxShot        = 400 << 10              // bytes; larger screenshots are scaled to JPEG
+	DefaultTimeout = 5 * time.Second  // element lookups
+	settleMax      = 2 * time.Second  // load + DOM settle after an action
+	quietMax       = time.Second      // of settleMax, the wait for a quiet DOM after the load
+	newPageTimeout = 20 * time.Second // a tab takes ~0.4 s, much longer on a loaded machine
+	settleQuiet    = 50               // ms without DOM mutations (counted from the last one) that count as settled
+	existsTimeout  = 2 * time.Second  // bound on Exists' single query (one round trip)
+	maxShot        = 400 << 10        // bytes; larger screenshots are scaled to JPEG
 	shotWidth      = 1024
 )
 
@@ -108,7 +109,12 @@ func Launch(ctx context.Context, o Options) (*Browser, error) {
 		Set("disable-component-update").
 		Set("disable-sync").
 		Set("no-first-run").
-		Set("disable-quic")
+		Set("disable-quic").
+		// Keep timers at full speed in tabs that are not in front (parallel
+		// runs, headful mode): settle waits on setTimeout in the page.
+		Set("disable-background-timer-throttling").
+		Set("disable-renderer-backgrounding").
+		Set("disable-backgrounding-occluded-windows")
 	u, err := l.Launch()
 	if err != nil {
 		if tmp != "" {
@@ -163,6 +169,11 @@ func (b *Browser) Open(ctx context.Context) (*Page, error) {
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("new page: %w", err)
+	}
+	if _, err := (proto.PageAddScriptToEvaluateOnNewDocument{Source: hookJS}).Call(pg.Context(ctx)); err != nil {
+		_ = pg.Close()
+		stop()
+		return nil, fmt.Errorf("new page: installing the settle hook: %w", err)
 	}
 	return newPage(pg, b.timeout, stop), nil
 }

@@ -109,6 +109,42 @@ func testSite() http.Handler {
 		}
 		fmt.Fprintf(w, layout, "Search", body)
 	})
+	// Containers whose collapsed text looks like "Label: value": only the
+	// innermost pairs are labelled values.
+	serve("/containers", "Containers", `
+<nav aria-label="Repository"><a href="/code">Code</a> <a href="/issues">Issues <span class="Counter">13</span></a></nav>
+<div class="Box-header" id="issues-header">
+ <p id="summary">Matching issues: <strong id="search-count">3</strong></p>
+ <p>3 open issues matching “memory”. <a href="/issues">Clear search</a></p>
+</div>
+<div class="Box-header" id="counts">
+ <p>Open issues: <span id="open-count">13</span> · Sort: oldest first</p>
+</div>
+<div class="file-header" id="file-header">
+ <div>File name: <code id="fname">x.go</code></div>
+ <div>First line: <code id="fline">// Getting started: render your first widget</code></div>
+</div>
+<div class="Box-header"><dl><dt>File name</dt><dd id="dl-name">getting-started.go</dd>
+<dt>First line</dt><dd id="dl-line">// Getting started: render it</dd></dl></div>`)
+	// A page that keeps changing for a while after load, then stops.
+	serve("/late-render", "Late", `<ul id="list"></ul><script>
+window.addEventListener("load", () => {
+  let i = 0;
+  const step = () => { const li = document.createElement("li"); li.textContent = "item " + (++i); list.appendChild(li); if (i < 3) setTimeout(step, 20) };
+  setTimeout(step, 20);
+});</script>`)
+	// A page that never stops changing.
+	serve("/restless", "Restless", `<p id="tick">0</p><script>setInterval(() => { tick.textContent = String(+tick.textContent + 1) }, 10)</script>`)
+	// A button that renders its result over a few timer hops.
+	serve("/hops", "Hops", `<button id="go" onclick="setTimeout(() => { out.textContent = 'working'; setTimeout(() => { out.textContent = 'done' }, 20) }, 20)">Go</button><p id="out"></p>`)
+	// A page whose load event waits on a slow image (see slowImage).
+	serve("/slow-load", "Slow", `<p id="ready">content</p><img src="/slow-image" alt="">`)
+	mux.HandleFunc("/slow-image", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(4 * time.Second):
+		}
+	})
 	serve("/covered", "Covered", `<button id="under">Under</button><div class="overlay" id="modal"></div>`)
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		// Noise drawn on a canvas: a PNG of it is far over 400 KB.
@@ -215,13 +251,47 @@ func TestExists(t *testing.T) {
 	if vis, err := p.Exists(ctx, "#secret-note"); vis || err != nil {
 		t.Errorf("Exists(hidden) = %v, %v", vis, err)
 	}
-	start := time.Now()
+	// Absence is answered by a single query, not a polling window: count the
+	// page's querySelector calls.
+	if _, err := p.Evaluate(ctx, `() => {
+		const q = Document.prototype.querySelector;
+		window.__queries = 0;
+		Document.prototype.querySelector = function (s) { window.__queries++; return q.call(this, s) };
+	}`); err != nil {
+		t.Fatal(err)
+	}
 	vis, err := p.Exists(ctx, "#absent")
 	if vis || !errors.Is(err, agent.ErrNoElement) || !strings.Contains(err.Error(), "#absent") {
 		t.Errorf("Exists(#absent) = %v, %v", vis, err)
 	}
-	if d := time.Since(start); d >= DefaultTimeout {
-		t.Errorf("Exists(#absent) waited %s, the full lookup timeout", d)
+	if n, err := p.Evaluate(ctx, "window.__queries"); err != nil || n != "1" {
+		t.Errorf("Exists(#absent) queried the page %s times (%v), want once", n, err)
+	}
+	if _, err := p.Exists(ctx, "div[["); err == nil || errors.Is(err, agent.ErrNoElement) || !strings.Contains(err.Error(), "invalid selector") {
+		t.Errorf("Exists(invalid) = %v", err)
+	}
+	ctx2, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := p.Exists(ctx2, "#title"); err == nil || errors.Is(err, agent.ErrNoElement) {
+		t.Errorf("Exists(cancelled ctx) = %v, want an error that is not ErrNoElement", err)
+	}
+}
+
+// TestExistsBusyPage: a page whose main thread is blocked (as on a loaded
+// machine) answers late; an element that exists is still reported present,
+// never as missing.
+func TestExistsBusyPage(t *testing.T) {
+	p := page(t, "/")
+	ctx := context.Background()
+	for _, sel := range []string{"#title", "#secret-note"} {
+		// Block the page for 700 ms, longer than the old 500 ms check.
+		if _, err := p.Evaluate(ctx, `() => { setTimeout(() => { const end = performance.now() + 700; while (performance.now() < end); }, 0) }`); err != nil {
+			t.Fatal(err)
+		}
+		vis, err := p.Exists(ctx, sel)
+		if err != nil || vis != (sel == "#title") {
+			t.Errorf("Exists(%s) on a busy page = %v, %v", sel, vis, err)
+		}
 	}
 }
 
@@ -344,6 +414,100 @@ func TestLabelled(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("pairs: %+v", pairs)
+	}
+}
+
+// TestLabelledContainers: a container whose text, collapsed, reads like
+// "Label: value" does not yield a pair; the deepest element does.
+func TestLabelledContainers(t *testing.T) {
+	p := page(t, "/containers")
+	ctx := context.Background()
+	pairs, err := p.Labelled(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]agent.LabelValue{}
+	for _, lv := range pairs {
+		got[lv.Label] = append(got[lv.Label], lv)
+		if strings.Contains(lv.Value, "Clear search") || strings.Contains(lv.Label, "Clear search") ||
+			strings.Contains(lv.Label, "x.go") || strings.Contains(lv.Label, "getting-started.go") ||
+			strings.HasPrefix(lv.Label, "//") || strings.Contains(lv.Value, "Sort") || lv.Label == "Repository" {
+			t.Errorf("container text read as a pair: %+v", lv)
+		}
+	}
+	for _, c := range []struct{ label, value, selector string }{
+		{"Matching issues", "3", "#search-count"},
+		{"Open issues", "13", "#open-count"},
+		{"File name", "x.go", "#fname"},
+		{"First line", "// Getting started: render your first widget", "#fline"},
+		{"File name", "getting-started.go", "#dl-name"},
+		{"First line", "// Getting started: render it", "#dl-line"},
+		{"Issues", "13", ""},
+	} {
+		found := false
+		for _, lv := range got[c.label] {
+			if lv.Value == c.value && (c.selector == "" || lv.Selector == c.selector) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("missing %q = %q at %s; have %+v", c.label, c.value, c.selector, got[c.label])
+		}
+	}
+	if len(got["Matching issues"]) != 1 {
+		t.Errorf("Matching issues read %d times: %+v", len(got["Matching issues"]), got["Matching issues"])
+	}
+	if lv, ok := agent.BestLabel(pairs, "matching issues"); !ok || lv.Value != "3" {
+		t.Errorf("BestLabel(matching issues) = %+v, %v", lv, ok)
+	}
+	if t.Failed() {
+		t.Logf("pairs: %+v", pairs)
+	}
+}
+
+// TestSettle: actions return once the page has loaded and stopped changing,
+// so a read that does not wait (Evaluate) sees the final DOM; a page that
+// never stops changing, or whose load event is held up, does not hang them.
+func TestSettle(t *testing.T) {
+	ctx := context.Background()
+	p := page(t, "/late-render")
+	if n, err := p.Evaluate(ctx, "document.querySelectorAll('#list li').length"); err != nil || n != "3" {
+		t.Errorf("after Navigate: %s items rendered (%v), want 3", n, err)
+	}
+	if err := p.Navigate(ctx, srv.URL+"/hops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Evaluate(ctx, "document.getElementById('out').textContent = 'idle'"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // let the page be quiet for longer than the window before the click
+	if err := p.Click(ctx, "#go"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := p.Evaluate(ctx, "document.getElementById('out').textContent"); err != nil || out != `"done"` {
+		t.Errorf("after Click: #out = %s (%v), want \"done\"", out, err)
+	}
+	if err := p.Navigate(ctx, srv.URL+"/restless"); err != nil {
+		t.Errorf("Navigate(restless) = %v", err)
+	}
+	if err := p.Navigate(ctx, srv.URL+"/hops#below"); err != nil || !strings.HasSuffix(p.URL(), "#below") {
+		t.Errorf("same-document Navigate = %v, URL %s", err, p.URL())
+	}
+	// The load event waits 4 s on an image; the page timeout is 1 s. The
+	// navigation still succeeds (after at most settleMax) and the page is usable.
+	p.timeout = time.Second
+	if err := p.Navigate(ctx, srv.URL+"/slow-load"); err != nil {
+		t.Fatalf("Navigate(slow-load) = %v", err)
+	}
+	if got, err := p.Text(ctx, "#ready"); err != nil || got != "content" {
+		t.Errorf("Text(#ready) = %q, %v", got, err)
+	}
+	p.timeout = DefaultTimeout
+	if err := p.Navigate(ctx, srv.URL+"/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Click(ctx, "#more"); err != nil { // the loading state is not left stale
+		t.Fatal(err)
 	}
 }
 
