@@ -31,7 +31,8 @@ type Page interface {
 	Text(ctx context.Context, selector string) (string, error)
 	// Exists reports whether the selector matches and the element is visible.
 	// It returns ErrNoElement (wrapped, with the selector) when nothing matches,
-	// after a short bounded check rather than the full timeout.
+	// after one query of the page (a single round trip, never a poll), so absence
+	// is answered fast and a busy page is never mistaken for a missing element.
 	Exists(ctx context.Context, selector string) (visible bool, err error)
 	// Elements lists up to limit elements matching selector; selector "" means
 	// all visible interactive elements (a, button, input, select, textarea,
