@@ -1,0 +1,827 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/treegen"
+)
+
+// These tests use the real git CLI in temporary directories. git calls the
+// merge driver as the command "pem": TestMain (testscript.Main) put a copy of
+// this test binary named pem first on PATH, and that copy runs main() — the
+// real pem — when invoked under that name.
+
+func shareGit(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := shareGitErr(dir, args...)
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return out
+}
+
+func shareGitErr(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"GIT_AUTHOR_NAME=tester", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=tester", "GIT_COMMITTER_EMAIL=t@example.com",
+		"GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "XDG_CONFIG_HOME="+dir, "GIT_MERGE_AUTOEDIT=no")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// sharePem runs pem in-process and returns its exit code, stdout and stderr.
+func sharePem(t testing.TB, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"pem"}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+var shareT0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// shareTeam is one clone that records runs and consolidates them itself.
+type shareTeam struct {
+	name string
+	dir  string
+	s    *store.Store
+	rnd  *rand.Rand
+}
+
+func shareOpen(t *testing.T, name, dir string, seed int64) *shareTeam {
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &shareTeam{name: name, dir: dir, s: s, rnd: rand.New(rand.NewSource(seed))}
+}
+
+// run records a trace and folds it into experience, as a local consolidation would.
+func (tm *shareTeam) run(t *testing.T, domain, intent string, minute int, ok bool, sels ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	at := shareT0.Add(time.Duration(minute) * time.Minute)
+	id, err := engine.NewTraceID(at, tm.rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &engine.Trace{Format: engine.Format, ID: id, Writer: tm.name, Session: tm.name + "-session", Intent: intent,
+		IntentKey: engine.IntentKey(intent), URL: "https://" + domain + "/repo", Domain: domain, URLPattern: domain + "/repo",
+		Outcome: engine.Success, StartedAt: at, DurationMs: 1200}
+	tr.Steps = []engine.Step{{Seq: 1, Action: "navigate", URL: tr.URL, OK: true}}
+	for i, s := range sels {
+		tr.Steps = append(tr.Steps, engine.Step{Seq: i + 2, Action: "get_text", Selector: s, OK: ok})
+	}
+	if !ok {
+		tr.Outcome, tr.FailureCategory, tr.Error = engine.Failure, engine.SelectorDrift, "no element matches"
+	}
+	if _, err := tm.s.PutTrace(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	x, err := tm.s.Experience(ctx, domain, tr.IntentKey)
+	if err != nil {
+		x = &engine.Experience{}
+	}
+	x.Fold(tr)
+	if _, err := tm.s.PutExperience(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (tm *shareTeam) facts(t *testing.T, domain, intent string, edit func(*engine.Facts)) {
+	t.Helper()
+	ctx := context.Background()
+	f, err := tm.s.Facts(ctx, domain, engine.IntentKey(intent))
+	if err != nil {
+		f = &engine.Facts{Format: engine.Format, Domain: domain, Intent: intent, IntentKey: engine.IntentKey(intent), Status: engine.Hypothesis}
+	}
+	edit(f)
+	f.Revision = f.ContentHash()
+	if _, err := tm.s.PutFacts(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func shareEvidenceIDs(t *testing.T, dir, domain, key string) (ids []string, x *engine.Experience) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, store.ExperiencePath(domain, key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x = &engine.Experience{}
+	if err := store.Unmarshal(data, x, store.KindExperience); err != nil {
+		t.Fatalf("merged experience does not parse: %v\n%s", err, data)
+	}
+	for _, e := range x.Evidence {
+		ids = append(ids, e.Trace)
+	}
+	sort.Strings(ids)
+	return ids, x
+}
+
+func shareSorted(sets ...[]string) []string {
+	m := map[string]bool{}
+	for _, s := range sets {
+		for _, x := range s {
+			m[x] = true
+		}
+	}
+	var out []string
+	for x := range m {
+		out = append(out, x)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// shareSetup makes an origin repository with a shared entry, and three team
+// branches that each ran and consolidated locally: more evidence for the
+// shared entry, its own facts edit, and (teams a and b) the same new entry
+// created on both sides with no ancestor. Plus two trace-only branches.
+func shareSetup(t *testing.T) (origin string, want map[string][]string) {
+	ctx := context.Background()
+	root := t.TempDir()
+	origin = filepath.Join(root, "origin")
+	if _, err := store.Init(ctx, origin); err != nil {
+		t.Fatal(err)
+	}
+	shareGit(t, root, "init", "-q", "-b", "main", origin)
+	base := shareOpen(t, "base", origin, 1)
+	const stars, newer = "find stars", "count forks"
+	b1 := base.run(t, "example.com", stars, 0, true, "#stars")
+	b2 := base.run(t, "example.com", stars, 1, true, "#stars")
+	base.facts(t, "example.com", stars, func(f *engine.Facts) {
+		f.Status = engine.Candidate
+		f.URLPatterns = []string{"example.com/repo"}
+		f.Selectors = map[string]engine.Selector{"stars": {Primary: "#stars"}}
+		f.InteractionHints = []string{"wait for the counter"}
+	})
+	shareGit(t, origin, "add", "-A")
+	shareGit(t, origin, "commit", "-q", "-m", "base")
+
+	want = map[string][]string{"example.com/find-stars": {b1, b2}}
+	type plan struct {
+		name string
+		work func(tm *shareTeam) (shared, fresh []string)
+	}
+	plans := []plan{
+		{"a", func(tm *shareTeam) ([]string, []string) {
+			s := []string{tm.run(t, "example.com", stars, 10, true, "#stars"), tm.run(t, "example.com", stars, 11, false, "#stars")}
+			tm.facts(t, "example.com", stars, func(f *engine.Facts) { f.InteractionHints = append(f.InteractionHints, "team a: scroll down") })
+			n := []string{tm.run(t, "forks.example", newer, 12, true, "#forks")}
+			tm.facts(t, "forks.example", newer, func(f *engine.Facts) {
+				f.Selectors = map[string]engine.Selector{"forks": {Primary: "#forks"}}
+			})
+			return s, n
+		}},
+		{"b", func(tm *shareTeam) ([]string, []string) {
+			s := []string{tm.run(t, "example.com", stars, 20, true, "#stars", "#watchers")}
+			tm.facts(t, "example.com", stars, func(f *engine.Facts) {
+				f.Selectors["watchers"] = engine.Selector{Primary: "#watchers"}
+				f.AntiPatterns = []string{".old-counter"}
+			})
+			n := []string{tm.run(t, "forks.example", newer, 21, true, "#fork-count"), tm.run(t, "forks.example", newer, 22, true, "#fork-count")}
+			tm.facts(t, "forks.example", newer, func(f *engine.Facts) {
+				f.Selectors = map[string]engine.Selector{"forks": {Primary: "#fork-count"}}
+				f.InteractionHints = []string{"team b hint"}
+			})
+			return s, n
+		}},
+		{"c", func(tm *shareTeam) ([]string, []string) {
+			s := []string{tm.run(t, "example.com", stars, 30, true, "#stars"), tm.run(t, "example.com", stars, 31, true, "#stars"), tm.run(t, "example.com", stars, 32, true, "#stars")}
+			tm.facts(t, "example.com", stars, func(f *engine.Facts) {
+				f.KnownBlockers = []engine.Blocker{{Type: "cookie_banner", Selector: "#accept", Action: "click"}}
+			})
+			return s, nil
+		}},
+	}
+	for i, p := range plans {
+		dir := filepath.Join(root, "team-"+p.name)
+		shareGit(t, root, "clone", "-q", origin, dir)
+		shareGit(t, dir, "checkout", "-q", "-b", "team-"+p.name)
+		tm := shareOpen(t, p.name, dir, int64(10+i))
+		shared, fresh := p.work(tm)
+		want["example.com/find-stars"] = append(want["example.com/find-stars"], shared...)
+		want["forks.example/count-forks"] = append(want["forks.example/count-forks"], fresh...)
+		shareGit(t, dir, "add", "-A")
+		shareGit(t, dir, "commit", "-q", "-m", "team "+p.name+": runs and a local consolidation")
+		shareGit(t, dir, "push", "-q", "origin", "team-"+p.name)
+	}
+	// Two trace-only contributions (what a pull request from a contributor holds).
+	for i, name := range []string{"traces-x", "traces-y"} {
+		dir := filepath.Join(root, name)
+		shareGit(t, root, "clone", "-q", origin, dir)
+		shareGit(t, dir, "checkout", "-q", "-b", name)
+		tm := shareOpen(t, name, dir, int64(50+i))
+		id, err := engine.NewTraceID(shareT0.Add(time.Hour), tm.rnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := &engine.Trace{Format: engine.Format, ID: id, Intent: stars, IntentKey: "find-stars", URL: "https://example.com/repo",
+			Domain: "example.com", URLPattern: "example.com/repo", Outcome: engine.Success, StartedAt: shareT0.Add(time.Hour)}
+		if _, err := tm.s.PutTrace(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+		shareGit(t, dir, "add", "-A")
+		shareGit(t, dir, "commit", "-q", "-m", "traces from "+name)
+		shareGit(t, dir, "push", "-q", "origin", name)
+	}
+	for k := range want {
+		want[k] = shareSorted(want[k])
+	}
+	return origin, want
+}
+
+// TestThreeTeamsMergeInEveryOrder: three clones that each consolidated
+// locally merge with the git CLI in all six orders without a conflict, and
+// the merged evidence is exactly the union of the distinct traces.
+func TestThreeTeamsMergeInEveryOrder(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is required: install it (Debian: apt-get install git)")
+	}
+	if p, err := exec.LookPath("pem"); err != nil || !strings.Contains(p, "testscript-main") {
+		t.Fatalf("pem on PATH is %q (%v), want the test binary set up by TestMain", p, err)
+	}
+	origin, want := shareSetup(t)
+	root := filepath.Dir(origin)
+	orders := [][]string{{"a", "b", "c"}, {"a", "c", "b"}, {"b", "a", "c"}, {"b", "c", "a"}, {"c", "a", "b"}, {"c", "b", "a"}}
+	var finals []string
+	for _, order := range orders {
+		name := strings.Join(order, "")
+		dir := filepath.Join(root, "merge-"+name)
+		shareGit(t, root, "clone", "-q", origin, dir)
+		if code, out, errs := sharePem(t, "merge-driver", "--install", dir); code != 0 {
+			t.Fatalf("merge-driver --install: %d %s %s", code, out, errs)
+		}
+		for _, team := range order {
+			out, err := shareGitErr(dir, "merge", "--no-edit", "origin/team-"+team)
+			if err != nil {
+				t.Fatalf("order %s: merging team %s conflicted: %v\n%s\n%s", name, team, err, out, shareGit(t, dir, "status", "--short"))
+			}
+		}
+		if st := shareGit(t, dir, "status", "--porcelain"); st != "" {
+			t.Fatalf("order %s: working tree not clean after merges:\n%s", name, st)
+		}
+		for entry, ids := range want {
+			dom, key, _ := strings.Cut(entry, "/")
+			got, x := shareEvidenceIDs(t, dir, dom, key)
+			if !reflect.DeepEqual(got, ids) {
+				t.Fatalf("order %s: %s evidence = %v\nwant the union %v", name, entry, got, ids)
+			}
+			if x.Attempts != len(ids) || x.Successes+x.Failures != len(ids) {
+				t.Fatalf("order %s: %s counts %d/%d/%d, want %d attempts", name, entry, x.Attempts, x.Successes, x.Failures, len(ids))
+			}
+		}
+		// Facts: every team's additions are there.
+		s := shareOpen(t, "check", dir, 0)
+		f, err := s.s.Facts(context.Background(), "example.com", "find-stars")
+		if err != nil {
+			t.Fatalf("order %s: merged facts: %v", name, err)
+		}
+		hints := strings.Join(f.InteractionHints, "|")
+		if !strings.Contains(hints, "team a: scroll down") || f.Selectors["watchers"].Primary != "#watchers" ||
+			len(f.KnownBlockers) != 1 || len(f.AntiPatterns) != 1 || f.Revision != f.ContentHash() {
+			t.Fatalf("order %s: merged facts lost a team's change: %+v", name, f)
+		}
+		if code, out, _ := sharePem(t, "--knowledge", dir, "check"); code != 0 {
+			t.Fatalf("order %s: pem check after the merge: %d\n%s", name, code, out)
+		}
+		finals = append(finals, shareGit(t, dir, "rev-parse", "HEAD:experience/example.com/find-stars.yaml"))
+	}
+	// Evidence is a set: every order gives the same experience bytes.
+	for i := range finals {
+		if finals[i] != finals[0] {
+			t.Errorf("order %v gives experience blob %s, order %v gives %s", orders[i], finals[i], orders[0], finals[0])
+		}
+	}
+
+	// Control: without the driver, the same merge conflicts (so the driver did the work).
+	dir := filepath.Join(root, "no-driver")
+	shareGit(t, root, "clone", "-q", origin, dir)
+	shareGit(t, dir, "merge", "--no-edit", "origin/team-a")
+	if out, err := shareGitErr(dir, "merge", "--no-edit", "origin/team-b"); err == nil {
+		t.Fatalf("without the driver the merge succeeded, so the test proves nothing:\n%s", out)
+	}
+}
+
+// TestTraceOnlyBranchesMergeTree: trace-only contributions merge with plain
+// git and with `git merge-tree --write-tree` (what a hosting service's merge
+// button computes) with zero conflicts, no driver involved.
+func TestTraceOnlyBranchesMergeTree(t *testing.T) {
+	origin, _ := shareSetup(t)
+	root := filepath.Dir(origin)
+	dir := filepath.Join(root, "plain")
+	shareGit(t, root, "clone", "-q", origin, dir)
+	if out, err := shareGitErr(dir, "config", "--get", "merge.pem.driver"); err == nil {
+		t.Fatalf("a fresh clone has a merge driver configured (%s): the test would not show that plain git suffices", out)
+	}
+	out, err := shareGitErr(dir, "merge-tree", "--write-tree", "origin/traces-x", "origin/traces-y")
+	if err != nil {
+		t.Fatalf("merge-tree reports conflicts: %v\n%s", err, out)
+	}
+	tree := strings.Fields(out)[0]
+	files := shareGit(t, dir, "ls-tree", "-r", "--name-only", tree)
+	if n := strings.Count(files, "traces/example.com/"); n != 4 { // two base traces + one per branch
+		t.Fatalf("merged tree holds %d traces, want 4:\n%s", n, files)
+	}
+	// A trace-only branch also merges into a team's consolidation.
+	if out, err := shareGitErr(dir, "merge-tree", "--write-tree", "origin/team-a", "origin/traces-x"); err != nil {
+		t.Fatalf("merge-tree of a team branch and a trace branch: %v\n%s", err, out)
+	}
+	shareGit(t, dir, "merge", "--no-edit", "origin/traces-x")
+	shareGit(t, dir, "merge", "--no-edit", "origin/traces-y")
+}
+
+// TestMergeDriverUnmergeable: a side that cannot be read exits non-zero and
+// leaves ours in place; the driver refuses wrong argument counts.
+func TestMergeDriverUnmergeable(t *testing.T) {
+	dir := t.TempDir()
+	ours := filepath.Join(dir, "ours")
+	good := "format: 1\ndomain: example.com\nintent: x\nintent_key: x\nstatus: candidate\n"
+	for name, content := range map[string]string{"base": "", "ours": good, "theirs": "{{{ not yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, errs := sharePem(t, "merge-driver", filepath.Join(dir, "base"), ours, filepath.Join(dir, "theirs"), "facts/example.com/x.yaml")
+	if code == 0 || !strings.Contains(errs, "their version") {
+		t.Fatalf("exit %d, stderr %q: want a non-zero exit naming their version", code, errs)
+	}
+	if data, _ := os.ReadFile(ours); string(data) != good {
+		t.Fatalf("ours was changed: %q", data)
+	}
+	if code, _, _ := sharePem(t, "merge-driver", "a", "b"); code != exitUsage {
+		t.Fatalf("two arguments: exit %d, want %d", code, exitUsage)
+	}
+	// A clean facts merge with no ancestor writes into ours.
+	theirs := "format: 1\ndomain: example.com\nintent: x\nintent_key: x\nstatus: hypothesis\ninteraction_hints:\n  - from theirs\n"
+	if err := os.WriteFile(filepath.Join(dir, "theirs"), []byte(theirs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := sharePem(t, "merge-driver", filepath.Join(dir, "base"), ours, filepath.Join(dir, "theirs")); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var f engine.Facts
+	data, _ := os.ReadFile(ours)
+	if err := store.Unmarshal(data, &f, store.KindFacts); err != nil {
+		t.Fatal(err)
+	}
+	if f.Status != engine.Hypothesis || len(f.InteractionHints) != 1 {
+		t.Fatalf("merged = %+v", f)
+	}
+}
+
+// shareHistoryRepo makes a repository with a short, known history of one entry.
+func shareHistoryRepo(t *testing.T) (dir string, commits []string) {
+	ctx := context.Background()
+	dir = filepath.Join(t.TempDir(), "k")
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	shareGit(t, dir, "init", "-q", "-b", "main")
+	shareGit(t, dir, "add", "-A")
+	shareGit(t, dir, "commit", "-q", "-m", "pem: init")
+	tm := shareOpen(t, "solo", dir, 7)
+	commit := func(msg string) {
+		shareGit(t, dir, "add", "-A")
+		shareGit(t, dir, "commit", "-q", "-m", msg)
+		commits = append(commits, shareGit(t, dir, "rev-parse", "HEAD"))
+	}
+	tm.run(t, "example.com", "find stars", 0, true, "#stars")
+	tm.facts(t, "example.com", "find stars", func(f *engine.Facts) {
+		f.Status = engine.Candidate
+		f.Selectors = map[string]engine.Selector{"stars": {Primary: "#stars"}}
+	})
+	commit("pem: consolidate 1 trace")
+	tm.run(t, "other.example", "anything", 1, true, "#x")
+	commit("pem: consolidate other")
+	tm.run(t, "example.com", "find stars", 2, true, "#stars")
+	tm.facts(t, "example.com", "find stars", func(f *engine.Facts) {
+		f.Status = engine.Verified
+		f.Selectors["forks"] = engine.Selector{Primary: "#forks"}
+		f.Provenance.LastVerified = shareT0
+	})
+	commit("pem: verify example.com/find-stars")
+	return dir, commits
+}
+
+func TestLogCommand(t *testing.T) {
+	dir, commits := shareHistoryRepo(t)
+	code, out, errs := sharePem(t, "--knowledge", dir, "log", "example.com/find-stars")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var heads []string
+	for _, l := range lines {
+		if !strings.HasPrefix(l, " ") {
+			heads = append(heads, l)
+		}
+	}
+	if len(heads) != 2 || !strings.HasPrefix(heads[0], commits[2][:10]) || !strings.Contains(heads[0], "pem: verify example.com/find-stars") ||
+		!strings.HasPrefix(heads[1], commits[0][:10]) {
+		t.Fatalf("log lists the wrong commits:\n%s", out)
+	}
+	if !strings.Contains(out, "facts/example.com/find-stars.yaml: changed, status verified, revision r") ||
+		!strings.Contains(out, "facts/example.com/find-stars.yaml: added, status candidate") ||
+		!strings.Contains(out, "experience/example.com/find-stars.yaml: changed, 2 run(s): 2 succeeded, 0 failed") {
+		t.Fatalf("log does not show status, revision and evidence:\n%s", out)
+	}
+	// The intent's text finds the same entry; a domain lists its commits.
+	if _, out2, _ := sharePem(t, "--knowledge", dir, "log", "example.com/find stars"); out2 != out {
+		t.Fatalf("intent text and key differ:\n%s\n%s", out2, out)
+	}
+	if _, out, _ := sharePem(t, "--knowledge", dir, "log", "other.example", "--limit", "1"); strings.Count(out, "pem: consolidate other") != 1 {
+		t.Fatalf("domain log:\n%s", out)
+	}
+	if code, out, _ := sharePem(t, "--knowledge", dir, "log", "nothing.example/x"); code != 0 || !strings.Contains(out, "no commit changed") {
+		t.Fatalf("an unknown entry: %d %s", code, out)
+	}
+}
+
+func TestDiffCommand(t *testing.T) {
+	dir, commits := shareHistoryRepo(t)
+	code, out, errs := sharePem(t, "--knowledge", dir, "diff")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"1 entry changed, 1 new trace(s), 0 expired", "example.com/find-stars", "status: candidate → verified",
+		"selectors added: forks: #forks", "evidence: 1 → 2 runs", "example.com: +1 -0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff output lacks %q:\n%s", want, out)
+		}
+	}
+	code, md, _ := sharePem(t, "--knowledge", dir, "diff", commits[0], commits[2], "--format", "markdown")
+	if code != 0 || !strings.HasPrefix(md, "## pem: knowledge changes `"+commits[0][:10]+"`..`"+commits[2][:10]+"`") ||
+		!strings.Contains(md, "### `other.example` / `anything`") || !strings.Contains(md, "| `other.example` | 1 | 0 |") {
+		t.Fatalf("markdown diff:\n%s", md)
+	}
+	if code, _, errs := sharePem(t, "--knowledge", dir, "diff", "--format", "html"); code != exitUsage {
+		t.Fatalf("a bad format: exit %d %s", code, errs)
+	}
+	if code, _, errs := sharePem(t, "--knowledge", dir, "diff", "no-such-branch"); code != exitUsage || !strings.Contains(errs, "no-such-branch") {
+		t.Fatalf("a bad revision: exit %d %s", code, errs)
+	}
+	// The first commit has no parent: diff against the empty tree.
+	fresh := filepath.Join(t.TempDir(), "k")
+	if _, err := store.Init(context.Background(), fresh); err != nil {
+		t.Fatal(err)
+	}
+	shareGit(t, fresh, "init", "-q", "-b", "main")
+	shareGit(t, fresh, "add", "-A")
+	shareGit(t, fresh, "commit", "-q", "-m", "init")
+	if code, out, errs := sharePem(t, "--knowledge", fresh, "diff"); code != 0 || !strings.Contains(out, "(empty)..") {
+		t.Fatalf("diff on the first commit: %d %s %s", code, out, errs)
+	}
+}
+
+func TestCheckCommand(t *testing.T) {
+	dir, _ := shareHistoryRepo(t)
+	if code, out, errs := sharePem(t, "--knowledge", dir, "check"); code != 0 || !strings.HasPrefix(out, "ok: ") {
+		t.Fatalf("a sound tree: exit %d\n%s%s", code, out, errs)
+	}
+	problems := func(t *testing.T, dir string, args ...string) []string {
+		t.Helper()
+		code, out, errs := sharePem(t, append([]string{"--knowledge", dir, "check"}, args...)...)
+		if code == 0 {
+			t.Fatalf("pem check passed, want problems:\n%s", out)
+		}
+		if !strings.Contains(errs, "problem(s)") {
+			t.Errorf("stderr does not summarize: %q", errs)
+		}
+		return strings.Split(strings.TrimSpace(out), "\n")
+	}
+	one := func(t *testing.T, lines []string, kind, substr string) {
+		t.Helper()
+		for _, l := range lines {
+			if strings.HasPrefix(l, kind+": ") && strings.Contains(l, substr) {
+				return
+			}
+		}
+		t.Fatalf("no %s problem containing %q in:\n%s", kind, substr, strings.Join(lines, "\n"))
+	}
+
+	t.Run("frozen content edited in a commit", func(t *testing.T) {
+		dir, _ := shareHistoryRepo(t)
+		name := filepath.Join(dir, "facts/example.com/find-stars.yaml")
+		data, _ := os.ReadFile(name)
+		edited := strings.Replace(string(data), "primary: '#forks'", "primary: '#forks-renamed'", 1)
+		if edited == string(data) {
+			t.Fatalf("test setup: selector not found in\n%s", data)
+		}
+		os.WriteFile(name, []byte(edited), 0o644)
+		shareGit(t, dir, "commit", "-q", "-am", "hand edit of a verified entry")
+		bad := shareGit(t, dir, "rev-parse", "--short=10", "HEAD")
+		one(t, problems(t, dir), "frozen", "commit "+bad)
+	})
+	t.Run("lifecycle change is fine", func(t *testing.T) {
+		dir, _ := shareHistoryRepo(t)
+		s := shareOpen(t, "x", dir, 1)
+		s.facts(t, "example.com", "find stars", func(f *engine.Facts) {
+			f.Status = engine.Contested
+			f.History = append(f.History, engine.Transition{From: engine.Verified, To: engine.Contested, At: shareT0})
+		})
+		shareGit(t, dir, "commit", "-q", "-am", "contest")
+		if code, out, _ := sharePem(t, "--knowledge", dir, "check"); code != 0 {
+			t.Fatalf("a lifecycle change is reported:\n%s", out)
+		}
+	})
+	t.Run("secrets", func(t *testing.T) {
+		dir, _ := shareHistoryRepo(t)
+		tok := "ghp_" + strings.Repeat("Z9", 18)
+		os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("token "+tok+"\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "more.txt"), []byte("hello\nopen sesame-42\n"), 0o644)
+		t.Setenv(EnvSecretEnv, "SITE_PW, UNSET_ONE")
+		t.Setenv("SITE_PW", "sesame-42")
+		lines := problems(t, dir)
+		one(t, lines, "secret", "notes.txt: line 1 holds a GitHub token")
+		one(t, lines, "secret", "more.txt: line 2 holds the value of $SITE_PW")
+		if strings.Contains(strings.Join(lines, "\n"), "sesame-42") || strings.Contains(strings.Join(lines, "\n"), tok) {
+			t.Fatal("check printed a secret")
+		}
+	})
+	t.Run("schema and path safety", func(t *testing.T) {
+		dir, _ := shareHistoryRepo(t)
+		os.WriteFile(filepath.Join(dir, "facts/example.com/broken.yaml"), []byte("status: [unclosed\n"), 0o644)
+		os.Symlink("/etc/passwd", filepath.Join(dir, "facts/example.com/link.yaml"))
+		os.WriteFile(filepath.Join(dir, "facts/example.com/Odd Name.yaml"), []byte("x: 1\n"), 0o644)
+		lines := problems(t, dir)
+		one(t, lines, "schema", "broken.yaml")
+		one(t, lines, "path", "link.yaml")
+		one(t, lines, "schema", "Odd Name.yaml")
+	})
+	t.Run("pull request rules", func(t *testing.T) {
+		dir, _ := shareHistoryRepo(t)
+		shareGit(t, dir, "checkout", "-q", "-b", "contrib")
+		tm := shareOpen(t, "contrib", dir, 99)
+		tm.run(t, "example.com", "find stars", 50, true, "#stars") // a new trace and a derived-file change
+		var trace string
+		filepath.WalkDir(filepath.Join(dir, "traces"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") && trace == "" {
+				trace = p
+			}
+			return nil
+		})
+		shareGit(t, dir, "add", "-A")
+		shareGit(t, dir, "commit", "-q", "-m", "contribution")
+		// Edit an existing trace (one that is on main).
+		os.WriteFile(trace, []byte(strings.Replace(string(must(os.ReadFile(trace))), "success", "failure", 1)), 0o644)
+		shareGit(t, dir, "commit", "-q", "-am", "rewrite history")
+		lines := problems(t, dir, "--pr", "main")
+		one(t, lines, "derived", "experience/example.com/find-stars.yaml")
+		one(t, lines, "trace-edit", "edits a trace")
+		for _, l := range lines {
+			if strings.HasPrefix(l, "trace-edit") && !strings.Contains(l, filepath.Base(trace)) {
+				t.Errorf("a new trace is reported as an edit: %s", l)
+			}
+		}
+		// Only new traces: clean.
+		shareGit(t, dir, "checkout", "-q", "main")
+		shareGit(t, dir, "checkout", "-q", "-b", "clean")
+		tm.run(t, "example.com", "find stars", 60, true, "#stars")
+		shareGit(t, dir, "checkout", "--", "experience")
+		shareGit(t, dir, "add", "traces")
+		shareGit(t, dir, "commit", "-q", "-m", "traces only")
+		if code, out, _ := sharePem(t, "--knowledge", dir, "check", "--pr", "main"); code != 0 {
+			t.Fatalf("a trace-only PR is refused:\n%s", out)
+		}
+		if code, _, errs := sharePem(t, "--knowledge", dir, "check", "--pr", "origin/nope"); code != exitUsage || !strings.Contains(errs, "fetch the base") {
+			t.Fatalf("unknown base: %d %s", code, errs)
+		}
+	})
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestSyncCommand(t *testing.T) {
+	root := t.TempDir()
+	bare := filepath.Join(root, "shared.git")
+	shareGit(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	if code, _, errs := sharePem(t, "init", a); code != 0 {
+		t.Fatal(errs)
+	}
+	shareGit(t, a, "remote", "add", "origin", bare)
+	shareGit(t, a, "push", "-q", "origin", "main")
+	shareGit(t, root, "clone", "-q", bare, b)
+	ta, tb := shareOpen(t, "a", a, 1), shareOpen(t, "b", b, 2)
+	ta.run(t, "example.com", "find stars", 0, true, "#stars")
+	shareGit(t, a, "checkout", "--", "experience") // sync shares traces; consolidation does the rest
+	shareGit(t, a, "clean", "-fdq", "experience")
+	if code, out, errs := sharePem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "1 trace(s) committed") || !strings.Contains(out, "pushed") {
+		t.Fatalf("sync a: %d %s %s", code, out, errs)
+	}
+	tb.run(t, "example.com", "find stars", 1, true, "#stars")
+	shareGit(t, b, "clean", "-fdq", "experience")
+	if code, out, errs := sharePem(t, "--knowledge", b, "sync", "origin"); code != 0 || !strings.Contains(out, "remote commits taken") {
+		t.Fatalf("sync b: %d %s %s", code, out, errs)
+	}
+	if code, out, errs := sharePem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "nothing to push") {
+		t.Fatalf("sync a again: %d %s %s", code, out, errs)
+	}
+	if n := strings.Count(shareGit(t, a, "ls-files", "traces"), ".yaml"); n != 2 {
+		t.Fatalf("a has %d traces after syncing, want 2", n)
+	}
+	// A local commit that is not add-only: exit 1 with what to do.
+	os.WriteFile(filepath.Join(b, "pem.yaml"), append(must(os.ReadFile(filepath.Join(b, "pem.yaml"))), "# edit\n"...), 0o644)
+	shareGit(t, b, "commit", "-q", "-am", "edit policy")
+	ta.run(t, "example.com", "find stars", 2, true, "#stars")
+	shareGit(t, a, "clean", "-fdq", "experience")
+	sharePem(t, "--knowledge", a, "sync")
+	code, _, errs := sharePem(t, "--knowledge", b, "sync")
+	if code != exitInternal || !strings.Contains(errs, "pull request") || strings.Contains(errs, "report it") {
+		t.Fatalf("non-add-only sync: exit %d, %s", code, errs)
+	}
+}
+
+// BenchmarkLogVsGit measures `pem log DOMAIN/INTENT` against
+// `git log -- <the entry's two files>` on a big tree (treegen: 1,000 domains ×
+// 10 intents with facts and experience, PEM_BENCH_LOG_TRACES traces, default
+// 30,000: about 50,000 files) with a 100-commit history on top, both run as
+// processes, and History.Log in-process. It reports the times and the ratio
+// pem/git (goal ≤ 2). Building the tree takes minutes: PEM_BENCH_LOG_DIR keeps
+// it in a directory of your choice for the next run.
+//
+//	go test ./cmd/pem -run '^$' -bench LogVsGit -benchtime 20x
+func BenchmarkLogVsGit(b *testing.B) {
+	dir, target := shareBigHistory(b)
+	dom, key, _ := strings.Cut(target, "/")
+	// The real binary, as users run it (the test binary on PATH carries every
+	// test dependency's start-up cost).
+	pem := filepath.Join(b.TempDir(), "pem")
+	if out, err := exec.Command("go", "build", "-o", pem, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	var pemCPU, gitCPU time.Duration
+	proc := func(c *exec.Cmd, cpu *time.Duration) []byte {
+		var out bytes.Buffer
+		c.Stdout = &out
+		if err := c.Run(); err != nil {
+			b.Fatalf("%s: %v", strings.Join(c.Args, " "), err)
+		}
+		*cpu += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+		return out.Bytes()
+	}
+	runPem := func() []byte {
+		return proc(exec.Command(pem, "--knowledge", dir, "log", target), &pemCPU)
+	}
+	runGit := func() []byte {
+		c := exec.Command("git", "log", "--first-parent", "--format=%h %aI %s", "--", store.FactsPath(dom, key), store.ExperiencePath(dom, key))
+		c.Dir = dir
+		return proc(c, &gitCPU)
+	}
+	runLib := func() int {
+		h, err := store.OpenHistory(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		es, err := h.Log(context.Background(), []string{store.FactsPath(dom, key), store.ExperiencePath(dom, key)}, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(es)
+	}
+	// Same commits found by all three.
+	if p, g, l := strings.Count(string(runPem()), "pem: consolidate round"), strings.Count(string(runGit()), "pem: consolidate round"), runLib(); p != g || p != shareBenchCommits/10 || l != p+1 { // History.Log also lists the commit that created the files
+		b.Fatalf("pem log found %d commits, git log %d, History.Log %d, want %d", p, g, l, shareBenchCommits/10)
+	}
+	var pemTime, gitTime, libTime time.Duration
+	pemCPU, gitCPU = 0, 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		runPem()
+		t1 := time.Now()
+		runGit()
+		t2 := time.Now()
+		runLib()
+		pemTime += t1.Sub(t0)
+		gitTime += t2.Sub(t1)
+		libTime += time.Since(t2)
+	}
+	b.ReportMetric(float64(pemTime.Microseconds())/float64(b.N)/1000, "pem-ms/op")
+	b.ReportMetric(float64(gitTime.Microseconds())/float64(b.N)/1000, "git-ms/op")
+	b.ReportMetric(float64(libTime.Microseconds())/float64(b.N)/1000, "inproc-ms/op")
+	b.ReportMetric(float64(pemTime)/float64(gitTime), "pem/git")
+	// CPU time (user+system) of the processes: what the load of a shared
+	// machine does not distort.
+	b.ReportMetric(float64(pemCPU.Microseconds())/float64(b.N)/1000, "pem-cpu-ms/op")
+	b.ReportMetric(float64(gitCPU.Microseconds())/float64(b.N)/1000, "git-cpu-ms/op")
+	b.ReportMetric(float64(pemCPU)/float64(gitCPU), "pem/git-cpu")
+}
+
+const shareBenchCommits = 100
+
+var shareBig struct {
+	once        sync.Once
+	dir, target string
+	err         error
+}
+
+// shareBigHistory builds (once per process, or reuses PEM_BENCH_LOG_DIR) the
+// big tree with its history and returns it and the entry that changed in
+// every tenth commit.
+func shareBigHistory(b *testing.B) (string, string) {
+	const domains, intents = 1000, 10
+	target := treegen.Domain(7) + "/" + engine.IntentKey(treegen.Intent(3))
+	shareBig.once.Do(func() {
+		dir := os.Getenv("PEM_BENCH_LOG_DIR")
+		if dir != "" {
+			if _, err := os.Stat(filepath.Join(dir, ".git", "pem-bench-done")); err == nil {
+				shareBig.dir, shareBig.target = dir, target
+				return
+			}
+			os.RemoveAll(dir)
+		} else {
+			tmp, err := os.MkdirTemp("", "pem-log-bench-")
+			if err != nil {
+				shareBig.err = err
+				return
+			}
+			dir = filepath.Join(tmp, "k") // left for the OS to clean: the setup is shared by b.Run rounds
+		}
+		shareBig.dir, shareBig.target, shareBig.err = dir, target, shareBuildBig(b, dir, domains, intents, target)
+	})
+	if shareBig.err != nil {
+		b.Fatal(shareBig.err)
+	}
+	return shareBig.dir, shareBig.target
+}
+
+func shareBuildBig(b *testing.B, dir string, domains, intents int, target string) error {
+	ctx := context.Background()
+	traces := 30000
+	if v := os.Getenv("PEM_BENCH_LOG_TRACES"); v != "" {
+		if _, err := fmt.Sscan(v, &traces); err != nil {
+			return fmt.Errorf("PEM_BENCH_LOG_TRACES=%q: %v", v, err)
+		}
+	}
+	start := time.Now()
+	if err := treegen.Generate(ctx, dir, domains, intents, traces, 1); err != nil {
+		return err
+	}
+	shareGit(b, dir, "init", "-q", "-b", "main")
+	shareGit(b, dir, "config", "gc.auto", "0") // no background gc racing the explicit one
+	shareGit(b, dir, "add", "-A")
+	shareGit(b, dir, "commit", "-q", "-m", "big tree")
+	// 100 commits, each touching five random entries; every tenth also the target.
+	dom, key, _ := strings.Cut(target, "/")
+	var stream bytes.Buffer
+	rng := rand.New(rand.NewSource(2))
+	for i := 0; i < shareBenchCommits; i++ {
+		msg := fmt.Sprintf("pem: consolidate round %d", i)
+		fmt.Fprintf(&stream, "commit refs/heads/main\ncommitter bench <bench@example.com> %d +0000\ndata %d\n%s\n", 1767225600+i*3600, len(msg), msg)
+		if i == 0 {
+			stream.WriteString("from refs/heads/main^0\n")
+		}
+		var touch []string
+		for k := 0; k < 5; k++ {
+			d, j := treegen.Domain(rng.Intn(domains)), engine.IntentKey(treegen.Intent(rng.Intn(intents)))
+			touch = append(touch, store.FactsPath(d, j), store.ExperiencePath(d, j))
+		}
+		if i%10 == 0 {
+			touch = append(touch, store.FactsPath(dom, key), store.ExperiencePath(dom, key))
+		}
+		for _, p := range touch {
+			data, err := os.ReadFile(filepath.Join(dir, p))
+			if err != nil {
+				return err
+			}
+			content := fmt.Sprintf("# round %d\n%s", i, data)
+			fmt.Fprintf(&stream, "M 100644 inline %s\ndata %d\n%s\n", p, len(content), content)
+		}
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir, cmd.Stdin = dir, &stream
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git fast-import: %v\n%s", err, out)
+	}
+	shareGit(b, dir, "reset", "-q", "--hard")
+	shareGit(b, dir, "gc", "-q") // a real repository is packed
+	files := strings.Count(shareGit(b, dir, "ls-files"), "\n") + 1
+	b.Logf("tree: %d files, %d commits, built in %v", files, shareBenchCommits+1, time.Since(start).Round(time.Second))
+	return os.WriteFile(filepath.Join(dir, ".git", "pem-bench-done"), nil, 0o644)
+}

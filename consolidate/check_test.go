@@ -1,0 +1,123 @@
+package consolidate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pemdev/pem/engine"
+)
+
+func TestCheckSecrets(t *testing.T) {
+	// Built from pieces so that this file itself holds no scannable secret.
+	gh := "ghp_" + strings.Repeat("a1B2", 9)
+	aws := "AKIA" + "ABCDEFGHIJKLMNOP"
+	key := "-----BEGIN " + "OPENSSH PRIVATE KEY-----"
+	cases := []struct {
+		name   string
+		text   string
+		values map[string]string
+		want   string // substring of the one problem, "" for none
+	}{
+		{"github token", "steps:\n  - value: " + gh + "\n", nil, "line 2 holds a GitHub token"},
+		{"aws key", "note: " + aws, nil, "an AWS access key id"},
+		{"private key", "x: |\n  " + key + "\n", nil, "line 2 holds a private key"},
+		{"password assignment", "url: https://e.com/login?user=bob&password=hunter22\n", nil, "a password assignment"},
+		{"password yaml key", "password: s3cretvalue\n", nil, "a password assignment"},
+		{"password in url", "url: https://bob:hunter22@example.com/x\n", nil, "a password in a URL"},
+		{"bearer", "error: 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345'\n", nil, "a bearer token"},
+		{"slack", "hint: xoxb-1234567890-abcdef\n", nil, "a Slack token"},
+		{"jwt", "value: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U\n", nil, "a JSON web token"},
+		{"env value", "value: tr0ub4dor&3\n", map[string]string{"SITE_PASSWORD": "tr0ub4dor&3"}, "the value of $SITE_PASSWORD"},
+		{"placeholder is fine", "value: '{{secret:SITE_PASSWORD}}'\npassword: {{redacted}}\n", nil, ""},
+		{"redacted value is fine", "password={{secret:PW}} and password: null\n", nil, ""},
+		{"password selector is fine", "selector: input[type=password]\nprimary: '#password'\n", nil, ""},
+		{"short env value ignored", "value: abc\n", map[string]string{"X": "abc"}, ""},
+		{"ordinary trace", "id: 01J00000000000000000000001\nurl: https://github.com/pemdev/pem\nsteps:\n  - action: click\n    selector: '#stars'\n", nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := CheckSecrets("traces/x.yaml", []byte(c.text), c.values)
+			if c.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("false positive: %v", got)
+				}
+				return
+			}
+			if len(got) != 1 || !strings.Contains(got[0].String(), c.want) {
+				t.Fatalf("got %v, want one problem containing %q", got, c.want)
+			}
+			if got[0].Kind != CheckSecret || got[0].Path != "traces/x.yaml" {
+				t.Errorf("problem = %+v", got[0])
+			}
+			for _, v := range c.values {
+				if strings.Contains(got[0].String(), v) {
+					t.Errorf("the report repeats the secret: %s", got[0])
+				}
+			}
+			if strings.Contains(got[0].String(), gh) || strings.Contains(got[0].String(), "hunter22") {
+				t.Errorf("the report repeats the secret: %s", got[0])
+			}
+		})
+	}
+}
+
+func TestCheckFrozenChange(t *testing.T) {
+	verified := mergeFacts(engine.Verified, nil)
+	lifecycle := mergeFacts(engine.Contested, func(f *engine.Facts) {
+		f.History = []engine.Transition{{From: engine.Verified, To: engine.Contested}}
+		f.Provenance.LastVerified = mergeT0
+	})
+	edited := mergeFacts(engine.Verified, func(f *engine.Facts) { f.InteractionHints = []string{"sneaky"} })
+	superseding := mergeFacts(engine.Candidate, func(f *engine.Facts) {
+		f.Selectors["stars"] = engine.Selector{Primary: "[data-stars]"}
+		f.Supersedes = verified.Revision
+	})
+	candidate := mergeFacts(engine.Candidate, nil)
+	cases := []struct {
+		name     string
+		old, new *engine.Facts
+		want     bool
+	}{
+		{"lifecycle fields move", verified, lifecycle, false},
+		{"content edited", verified, edited, true},
+		{"new revision supersedes", verified, superseding, false},
+		{"deleted", verified, nil, true},
+		{"unverified may change", candidate, edited, false},
+		{"new file", nil, edited, false},
+	}
+	for _, c := range cases {
+		p := CheckFrozenChange("facts/example.com/find-stars.yaml", "abc", c.old, c.new)
+		if (p != nil) != c.want {
+			t.Errorf("%s: got %v, want problem %v", c.name, p, c.want)
+		}
+		if p != nil && (p.Kind != CheckFrozen || p.Commit != "abc" || !strings.Contains(p.Msg, verified.Revision)) {
+			t.Errorf("%s: problem %+v does not name the commit and revision", c.name, p)
+		}
+	}
+}
+
+func TestCheckPRChange(t *testing.T) {
+	cases := []struct {
+		path           string
+		added, deleted bool
+		want           string
+	}{
+		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", true, false, ""},
+		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, false, CheckTraceEdit},
+		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, true, CheckTraceEdit},
+		{"experience/example.com/find-stars.yaml", true, false, CheckDerived},
+		{"experience/example.com/find-stars.yaml", false, false, CheckDerived},
+		{"facts/example.com/find-stars.yaml", false, false, ""},
+		{"pem.yaml", false, false, ""},
+	}
+	for _, c := range cases {
+		p := CheckPRChange(c.path, c.added, c.deleted)
+		got := ""
+		if p != nil {
+			got = p.Kind
+		}
+		if got != c.want {
+			t.Errorf("%s (added %v deleted %v): got %q, want %q", c.path, c.added, c.deleted, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,1493 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	commitgraph "github.com/go-git/go-git/v5/plumbing/format/commitgraph/v2"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// This file is the knowledge tree's history: reading it (diffs between
+// commits, the log of one entry, every commit's changes for pem check) and
+// sharing it (pem sync, the merge driver's git configuration). Everything goes
+// through go-git's object API and compares tree entry hashes level by level,
+// so an unchanged subtree is never read: the cost follows what changed, not
+// the size of the tree (go-git's LogOptions.FileName reads every tree and is
+// ~200× slower on a 50,000-file tree).
+
+// History reads the git history of a knowledge tree. The tree may be the
+// repository's root or a directory inside it; paths given to and returned by
+// History are relative to the knowledge tree, with forward slashes.
+type History struct {
+	repo   *git.Repository
+	st     *repo  // git.go's view of the same repository (storage, paths)
+	root   string // the worktree root
+	prefix string // the knowledge tree inside the repository: "" or "dir/"
+	cache  map[plumbing.Hash]*object.Tree
+	raw    map[plumbing.Hash][]byte
+
+	graph      commitgraph.Index // git's commit-graph file, when there is one
+	graphTried bool
+	packs      *gitlogPacks // nil until first used
+}
+
+// OpenHistory opens the git repository holding the knowledge tree dir (found
+// like git does, also from a linked worktree). Returns ErrNoRepo when there
+// is none. Close it when done: it keeps the pack files open.
+func OpenHistory(dir string) (*History, error) {
+	r, err := openRepo(dir) // git.go: finds .git, the prefix, a storage keeping descriptors
+	if err != nil {
+		return nil, err
+	}
+	repo, err := git.Open(r.st, osfs.New(r.root))
+	if err != nil {
+		r.close()
+		return nil, fmt.Errorf("opening git repository of %s: %w", dir, err)
+	}
+	h := &History{repo: repo, st: r, root: r.root, cache: map[plumbing.Hash]*object.Tree{}, raw: map[plumbing.Hash][]byte{}}
+	if r.prefix != "" {
+		h.prefix = r.prefix + "/"
+	}
+	return h, nil
+}
+
+// Close releases the repository's open files.
+func (h *History) Close() error {
+	if h.graph != nil {
+		h.graph.Close()
+	}
+	if h.packs != nil {
+		h.packs.close()
+	}
+	h.st.close()
+	return nil
+}
+
+// Repository returns the go-git repository.
+func (h *History) Repository() *git.Repository { return h.repo }
+
+// Prefix is the knowledge tree's directory inside the repository ("" at the root, else ending in "/").
+func (h *History) Prefix() string { return h.prefix }
+
+// FileChange is one file that differs between two trees. From and To are the
+// blob hashes (hex) before and after; "" means absent.
+type FileChange struct {
+	Path     string // relative to the knowledge tree
+	From, To string
+	ToMode   filemode.FileMode // mode after the change (0 when deleted)
+}
+
+// Added reports a new file; Deleted a removed one; otherwise it was modified.
+func (c FileChange) Added() bool { return c.From == "" }
+
+// Deleted reports a removed file.
+func (c FileChange) Deleted() bool { return c.To == "" }
+
+// CommitInfo describes one commit.
+type CommitInfo struct {
+	Hash    string
+	Parents []string
+	Author  string
+	When    time.Time // author time, UTC
+	Subject string    // first line of the message
+	Message string
+}
+
+func gitlogInfo(c *object.Commit) CommitInfo {
+	ci := CommitInfo{Hash: c.Hash.String(), Author: c.Author.Name, When: c.Author.When.UTC(), Message: c.Message}
+	ci.Subject, _, _ = strings.Cut(strings.TrimSpace(c.Message), "\n")
+	for _, p := range c.ParentHashes {
+		ci.Parents = append(ci.Parents, p.String())
+	}
+	return ci
+}
+
+// LogEntry is one commit that changed what a Log call follows.
+type LogEntry struct {
+	CommitInfo
+	Changes []FileChange
+}
+
+// Resolve returns the commit a revision names (HEAD, a branch, a tag, a hash,
+// HEAD~1, origin/main …).
+func (h *History) Resolve(ctx context.Context, rev string) (string, error) {
+	c, err := h.commit(ctx, rev)
+	if err != nil {
+		return "", err
+	}
+	return c.Hash.String(), nil
+}
+
+func (h *History) commit(ctx context.Context, rev string) (*object.Commit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	hash, err := h.repo.ResolveRevision(plumbing.Revision(rev))
+	if err != nil {
+		return nil, fmt.Errorf("%w: revision %q: %v: name a commit, branch or tag (git log shows them)", os.ErrNotExist, rev, err)
+	}
+	c, err := h.repo.CommitObject(*hash)
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s (%s): %w", rev, hash, err)
+	}
+	return c, nil
+}
+
+func (h *History) tree(hash plumbing.Hash) (*object.Tree, error) {
+	if t, ok := h.cache[hash]; ok {
+		return t, nil
+	}
+	t, err := object.GetTree(h.repo.Storer, hash)
+	if err != nil {
+		return nil, fmt.Errorf("reading tree %s: %w", hash, err)
+	}
+	if len(h.cache) > 4096 {
+		clear(h.cache)
+	}
+	h.cache[hash] = t
+	return t, nil
+}
+
+// lookup finds the entry at p (repository path, no leading or trailing
+// slash; "" is the root itself) under the tree root.
+func (h *History) lookup(root plumbing.Hash, p string) (object.TreeEntry, bool, error) {
+	if p == "" {
+		return object.TreeEntry{Hash: root, Mode: filemode.Dir}, !root.IsZero(), nil
+	}
+	cur := root
+	parts := strings.Split(p, "/")
+	for i, name := range parts {
+		if cur.IsZero() {
+			return object.TreeEntry{}, false, nil
+		}
+		raw, err := h.rawTree(cur)
+		if err != nil {
+			return object.TreeEntry{}, false, err
+		}
+		e, ok := gitlogScan(raw, name)
+		if !ok {
+			return object.TreeEntry{}, false, nil
+		}
+		if i == len(parts)-1 {
+			return e, true, nil
+		}
+		if e.Mode != filemode.Dir {
+			return object.TreeEntry{}, false, nil
+		}
+		cur = e.Hash
+	}
+	return object.TreeEntry{}, false, nil
+}
+
+// rawTree returns a tree object's bytes. Looking one name up in them is far
+// cheaper than object.Tree's decoding of every entry (a facts/ tree holds one
+// entry per domain, and Log looks up one name in each commit's version).
+func (h *History) rawTree(hash plumbing.Hash) ([]byte, error) {
+	if b, ok := h.raw[hash]; ok {
+		return b, nil
+	}
+	if h.packs == nil {
+		h.packs = gitlogOpenPacks(filepath.Join(h.st.common, "objects", "pack"))
+	}
+	b, typ, err := h.packs.read(hash)
+	if err != nil {
+		return nil, fmt.Errorf("reading tree %s: %w", hash, err)
+	}
+	if b == nil { // not in a pack (a loose object): ask go-git's storage
+		obj, err := h.repo.Storer.EncodedObject(plumbing.TreeObject, hash)
+		if err != nil {
+			return nil, fmt.Errorf("reading tree %s: %w", hash, err)
+		}
+		r, err := obj.Reader()
+		if err != nil {
+			return nil, fmt.Errorf("reading tree %s: %w", hash, err)
+		}
+		defer r.Close()
+		b = make([]byte, obj.Size())
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, fmt.Errorf("reading tree %s: %w", hash, err)
+		}
+	} else if typ != plumbing.TreeObject {
+		return nil, fmt.Errorf("reading tree %s: the object is a %s", hash, typ)
+	}
+	if len(h.raw) > 64 { // a walk needs the trees of a commit and its parent
+		clear(h.raw)
+	}
+	h.raw[hash] = b
+	return b, nil
+}
+
+// gitlogScan finds name in a raw tree object: entries are
+// "<octal mode> <name>\x00<20-byte hash>".
+func gitlogScan(raw []byte, name string) (object.TreeEntry, bool) {
+	for len(raw) > 0 {
+		sp := bytes.IndexByte(raw, ' ')
+		if sp < 0 {
+			break
+		}
+		nul := bytes.IndexByte(raw[sp+1:], 0)
+		if nul < 0 || sp+1+nul+1+20 > len(raw) {
+			break
+		}
+		ename := raw[sp+1 : sp+1+nul]
+		end := sp + 1 + nul + 1 + 20
+		if string(ename) == name {
+			mode, err := filemode.New(string(raw[:sp]))
+			if err != nil {
+				return object.TreeEntry{}, false
+			}
+			var hash plumbing.Hash
+			copy(hash[:], raw[sp+1+nul+1:end])
+			return object.TreeEntry{Name: name, Mode: mode, Hash: hash}, true
+		}
+		raw = raw[end:]
+	}
+	return object.TreeEntry{}, false
+}
+
+// diffTrees calls fn for every file that differs between the trees a and b
+// (either may be the zero hash: an empty tree), below the repository path
+// dir. Subtrees with equal hashes are skipped without being read.
+func (h *History) diffTrees(ctx context.Context, dir string, a, b plumbing.Hash, fn func(FileChange) error) error {
+	if a == b {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries := func(hash plumbing.Hash) (map[string]object.TreeEntry, error) {
+		m := map[string]object.TreeEntry{}
+		if hash.IsZero() {
+			return m, nil
+		}
+		t, err := h.tree(hash)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range t.Entries {
+			m[e.Name] = e
+		}
+		return m, nil
+	}
+	ea, err := entries(a)
+	if err != nil {
+		return err
+	}
+	eb, err := entries(b)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(eb))
+	for n := range ea {
+		names = append(names, n)
+	}
+	for n := range eb {
+		if _, ok := ea[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		x, inA := ea[n]
+		y, inB := eb[n]
+		if inA && inB && x.Hash == y.Hash && x.Mode == y.Mode {
+			continue
+		}
+		p := n
+		if dir != "" {
+			p = dir + "/" + n
+		}
+		var subA, subB plumbing.Hash
+		var fileA, fileB *object.TreeEntry
+		if inA {
+			if x.Mode == filemode.Dir {
+				subA = x.Hash
+			} else {
+				fileA = &x
+			}
+		}
+		if inB {
+			if y.Mode == filemode.Dir {
+				subB = y.Hash
+			} else {
+				fileB = &y
+			}
+		}
+		if !subA.IsZero() || !subB.IsZero() {
+			if err := h.diffTrees(ctx, p, subA, subB, fn); err != nil {
+				return err
+			}
+		}
+		if fileA != nil || fileB != nil {
+			c := FileChange{Path: p}
+			if fileA != nil {
+				c.From = fileA.Hash.String()
+			}
+			if fileB != nil {
+				c.To, c.ToMode = fileB.Hash.String(), fileB.Mode
+			}
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// changes lists what differs between the trees a and b under the knowledge
+// tree's path under (relative; "" for the whole tree), with paths relative to
+// the knowledge tree.
+func (h *History) changes(ctx context.Context, a, b plumbing.Hash, under string) ([]FileChange, error) {
+	full := strings.TrimSuffix(h.prefix+strings.Trim(under, "/"), "/")
+	ea, _, err := h.lookup(a, full)
+	if err != nil {
+		return nil, err
+	}
+	eb, _, err := h.lookup(b, full)
+	if err != nil {
+		return nil, err
+	}
+	var out []FileChange
+	add := func(c FileChange) error {
+		c.Path = strings.TrimPrefix(c.Path, h.prefix)
+		out = append(out, c)
+		return nil
+	}
+	if ea.Mode != filemode.Dir && eb.Mode != filemode.Dir && (!ea.Hash.IsZero() || !eb.Hash.IsZero()) {
+		// under names a file.
+		if ea.Hash != eb.Hash {
+			c := FileChange{Path: full}
+			if !ea.Hash.IsZero() {
+				c.From = ea.Hash.String()
+			}
+			if !eb.Hash.IsZero() {
+				c.To, c.ToMode = eb.Hash.String(), eb.Mode
+			}
+			_ = add(c)
+		}
+		return out, nil
+	}
+	var da, db plumbing.Hash
+	if ea.Mode == filemode.Dir {
+		da = ea.Hash
+	}
+	if eb.Mode == filemode.Dir {
+		db = eb.Hash
+	}
+	err = h.diffTrees(ctx, full, da, db, add)
+	return out, err
+}
+
+// Diff lists the files under the knowledge tree's path under ("" for all)
+// that differ between the commits rev1 and rev2; "" as a revision is the
+// empty tree (before the first commit).
+func (h *History) Diff(ctx context.Context, rev1, rev2, under string) ([]FileChange, error) {
+	var trees [2]plumbing.Hash
+	for i, rev := range []string{rev1, rev2} {
+		if rev == "" {
+			continue
+		}
+		c, err := h.commit(ctx, rev)
+		if err != nil {
+			return nil, err
+		}
+		trees[i] = c.TreeHash
+	}
+	return h.changes(ctx, trees[0], trees[1], under)
+}
+
+// Blob reads a blob by its hash (as in FileChange). Returns at most limit
+// bytes plus one, so a caller can tell an over-cap file.
+func (h *History) Blob(ctx context.Context, hash string, limit int) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if h.packs == nil {
+		h.packs = gitlogOpenPacks(filepath.Join(h.st.common, "objects", "pack"))
+	}
+	if data, typ, err := h.packs.read(plumbing.NewHash(hash)); err == nil && data != nil && typ == plumbing.BlobObject {
+		if len(data) > limit+1 {
+			data = data[:limit+1]
+		}
+		return data, nil
+	}
+	b, err := h.repo.BlobObject(plumbing.NewHash(hash))
+	if err != nil {
+		return nil, fmt.Errorf("reading blob %s: %w", hash, err)
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("reading blob %s: %w", hash, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading blob %s: %w", hash, err)
+	}
+	return data, nil
+}
+
+// FileAt returns the blob hash of the file p (relative to the knowledge tree)
+// in commit rev, or "" when the commit has no such file.
+func (h *History) FileAt(ctx context.Context, rev, p string) (string, error) {
+	c, err := h.commit(ctx, rev)
+	if err != nil {
+		return "", err
+	}
+	e, ok, err := h.lookup(c.TreeHash, h.prefix+strings.Trim(p, "/"))
+	if err != nil || !ok || e.Mode == filemode.Dir {
+		return "", err
+	}
+	return e.Hash.String(), nil
+}
+
+// Log walks the first-parent history from HEAD, newest first, and returns the
+// commits that changed any of paths (files or directories relative to the
+// knowledge tree; none means the whole tree), with what they changed below
+// those paths. It stops after limit entries (0: no limit). Per commit it
+// compares the paths' tree entries with the parent's, level by level, so
+// commits that did not touch them cost one root-tree read.
+func (h *History) Log(ctx context.Context, paths []string, limit int) ([]LogEntry, error) {
+	if len(paths) == 0 {
+		paths = []string{""}
+	}
+	head, err := h.repo.Head()
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, nil // no commit yet
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading HEAD: %w", err)
+	}
+	var out []LogEntry
+	cur := head.Hash()
+	for !cur.IsZero() {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		c, err := h.node(cur)
+		if err != nil {
+			return out, err
+		}
+		var ptree, parent plumbing.Hash
+		if len(c.parents) > 0 {
+			parent = c.parents[0]
+			p, err := h.node(parent)
+			if err != nil {
+				return out, err
+			}
+			ptree = p.tree
+		}
+		var changes []FileChange
+		for _, p := range paths {
+			full := strings.TrimSuffix(h.prefix+strings.Trim(p, "/"), "/")
+			ea, _, err := h.lookup(c.tree, full)
+			if err != nil {
+				return out, err
+			}
+			eb, _, err := h.lookup(ptree, full)
+			if err != nil {
+				return out, err
+			}
+			if ea.Hash == eb.Hash {
+				continue
+			}
+			ch, err := h.changes(ctx, ptree, c.tree, strings.Trim(p, "/"))
+			if err != nil {
+				return out, err
+			}
+			changes = append(changes, ch...)
+		}
+		if len(changes) > 0 {
+			co, err := h.commitObject(cur)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, LogEntry{CommitInfo: gitlogInfo(co), Changes: changes})
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+		}
+		cur = parent
+	}
+	return out, nil
+}
+
+// commitObject reads a commit through the direct pack reader when it can
+// (go-git's storage builds an offset map of every object on its first read).
+func (h *History) commitObject(hash plumbing.Hash) (*object.Commit, error) {
+	if h.packs == nil {
+		h.packs = gitlogOpenPacks(filepath.Join(h.st.common, "objects", "pack"))
+	}
+	if data, typ, err := h.packs.read(hash); err == nil && data != nil && typ == plumbing.CommitObject {
+		mo := &plumbing.MemoryObject{}
+		mo.SetType(plumbing.CommitObject)
+		mo.Write(data)
+		c := &object.Commit{}
+		if err := c.Decode(mo); err == nil {
+			return c, nil
+		}
+	}
+	c, err := h.repo.CommitObject(hash)
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", hash, err)
+	}
+	return c, nil
+}
+
+// gitlogNode is what a history walk needs of a commit.
+type gitlogNode struct {
+	tree    plumbing.Hash
+	parents []plumbing.Hash
+}
+
+// node returns a commit's tree and parents: from git's commit-graph file
+// when it has the commit (no object to inflate), else from the commit object.
+func (h *History) node(hash plumbing.Hash) (gitlogNode, error) {
+	if h.graph == nil && !h.graphTried {
+		h.graphTried = true
+		if g, err := commitgraph.OpenChainOrFileIndex(osfs.New(h.st.common)); err == nil {
+			h.graph = g
+		}
+	}
+	if h.graph != nil {
+		if i, err := h.graph.GetIndexByHash(hash); err == nil {
+			if cd, err := h.graph.GetCommitDataByIndex(i); err == nil {
+				return gitlogNode{tree: cd.TreeHash, parents: cd.ParentHashes}, nil
+			}
+		}
+	}
+	c, err := h.commitObject(hash)
+	if err != nil {
+		return gitlogNode{}, err
+	}
+	return gitlogNode{tree: c.TreeHash, parents: c.ParentHashes}, nil
+}
+
+// Walk calls fn for every commit reachable from rev (all parents, each commit
+// once, newest first by commit time) with the files under the knowledge
+// tree's path under that the commit changed against its first parent (all
+// files for a root commit). Commits that changed nothing there are skipped.
+func (h *History) Walk(ctx context.Context, rev, under string, fn func(CommitInfo, []FileChange) error) error {
+	start, err := h.commit(ctx, rev)
+	if err != nil {
+		return err
+	}
+	iter := object.NewCommitIterCTime(start, nil, nil)
+	defer iter.Close()
+	return iter.ForEach(func(c *object.Commit) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ptree plumbing.Hash
+		if len(c.ParentHashes) > 0 {
+			p, err := h.repo.CommitObject(c.ParentHashes[0])
+			if err != nil {
+				return fmt.Errorf("reading commit %s: %w", c.ParentHashes[0], err)
+			}
+			ptree = p.TreeHash
+		}
+		ch, err := h.changes(ctx, ptree, c.TreeHash, under)
+		if err != nil {
+			return err
+		}
+		if len(ch) == 0 {
+			return nil
+		}
+		return fn(gitlogInfo(c), ch)
+	})
+}
+
+// MergeBase returns the best common ancestor of the commits a and b.
+func (h *History) MergeBase(ctx context.Context, a, b string) (string, error) {
+	ca, err := h.commit(ctx, a)
+	if err != nil {
+		return "", err
+	}
+	cb, err := h.commit(ctx, b)
+	if err != nil {
+		return "", err
+	}
+	bases, err := ca.MergeBase(cb)
+	if err != nil {
+		return "", fmt.Errorf("merge base of %s and %s: %w", a, b, err)
+	}
+	if len(bases) == 0 {
+		return "", fmt.Errorf("%s and %s have no common history: compare branches of the same repository", a, b)
+	}
+	return bases[0].Hash.String(), nil
+}
+
+// ---- sharing: merge driver configuration ----------------------------------
+
+// InstallMergeDriver registers pem's merge driver in the git config of the
+// repository holding the knowledge tree dir (`[merge "pem"]`, a local setting
+// every clone must make, since git never takes drivers from a clone) and adds
+// the lines of init.go's .gitattributes to dir/.gitattributes, keeping what
+// is there. command is the
+// driver line; "" means MergeDriverCommand. Running it again changes nothing.
+func InstallMergeDriver(ctx context.Context, dir, command string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if command == "" {
+		command = MergeDriverCommand
+	}
+	h, err := OpenHistory(dir)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	cfg, err := h.repo.Config()
+	if err != nil {
+		return fmt.Errorf("reading git config of %s: %w", h.root, err)
+	}
+	sub := cfg.Raw.Section("merge").Subsection("pem")
+	if sub.Option("driver") != command || sub.Option("name") == "" {
+		sub.SetOption("name", MergeDriverName)
+		sub.SetOption("driver", command)
+		if err := h.repo.SetConfig(cfg); err != nil {
+			return fmt.Errorf("writing git config of %s: %w", h.root, err)
+		}
+	}
+	name := filepath.Join(dir, ".gitattributes")
+	old, err := os.ReadFile(name)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", name, err)
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(old), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	var buf bytes.Buffer
+	buf.Write(old)
+	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
+		buf.WriteByte('\n')
+	}
+	added := false
+	for _, l := range strings.Split(strings.TrimSpace(gitattributes), "\n") {
+		if !have[l] {
+			buf.WriteString(l + "\n")
+			added = true
+		}
+	}
+	if !added {
+		return nil
+	}
+	if err := os.WriteFile(name, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return nil
+}
+
+// ---- sharing: pem sync -----------------------------------------------------
+
+// SyncOptions configure Sync. Zero values mean defaults.
+type SyncOptions struct {
+	Remote string           // default "origin"
+	Name   string           // committer name, default "pem"
+	Email  string           // committer email, default "pem@localhost"
+	Now    func() time.Time // the clock, default time.Now
+	// Auth for the transport; nil for local paths and ambient credentials.
+	Auth transport.AuthMethod
+}
+
+// SyncResult says what Sync did.
+type SyncResult struct {
+	Branch        string
+	Committed     int    // pending trace files committed first
+	Replayed      int    // local commits re-applied onto the remote head
+	FastForwarded bool   // the remote had commits the local branch took
+	Pushed        bool   // the remote branch moved
+	Head          string // the branch's commit afterwards
+}
+
+// ErrNotAddOnly is returned by Sync when local commits do more than add
+// traces, so they cannot be replayed onto the remote head without a merge.
+var ErrNotAddOnly = errors.New("local commits change more than traces")
+
+// Sync shares the knowledge tree dir with a remote without merges: it commits
+// pending trace files (under traces/ and not yet in HEAD), fetches the
+// remote's branch of the same name, re-applies the local commits that only
+// add traces onto the remote head (they only add files with unique names, so
+// this cannot conflict), updates the working tree with what the remote
+// brought, and pushes. A push that loses a race is retried from the fetch.
+// Local commits that change anything else (a local consolidation, an edit)
+// return ErrNotAddOnly naming them: push a branch and open a pull request, or
+// merge with git, where pem's merge driver resolves experience/ and facts/.
+func Sync(ctx context.Context, dir string, opt SyncOptions) (*SyncResult, error) {
+	if opt.Remote == "" {
+		opt.Remote = "origin"
+	}
+	if opt.Name == "" {
+		opt.Name = "pem"
+	}
+	if opt.Email == "" {
+		opt.Email = "pem@localhost"
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	h, err := OpenHistory(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	if _, err := h.repo.Remote(opt.Remote); err != nil {
+		return nil, fmt.Errorf("sync: no remote %q in %s: add one with 'git remote add %s URL'", opt.Remote, h.root, opt.Remote)
+	}
+	head, err := h.repo.Storer.Reference(plumbing.HEAD)
+	if err != nil {
+		return nil, fmt.Errorf("sync: reading HEAD: %w", err)
+	}
+	if head.Type() != plumbing.SymbolicReference || !head.Target().IsBranch() {
+		return nil, fmt.Errorf("sync: HEAD of %s is detached: check out a branch first", h.root)
+	}
+	branch := head.Target()
+	res := &SyncResult{Branch: branch.Short()}
+
+	n, err := h.commitPendingTraces(ctx, branch, opt)
+	if err != nil {
+		return nil, err
+	}
+	res.Committed = n
+
+	for attempt := 0; ; attempt++ {
+		err := h.syncOnce(ctx, branch, opt, res)
+		if err == nil {
+			return res, nil
+		}
+		if attempt < 4 && (errors.Is(err, git.ErrForceNeeded) || errors.Is(err, git.ErrNonFastForwardUpdate) ||
+			strings.Contains(err.Error(), "non-fast-forward")) {
+			continue // someone pushed between our fetch and push
+		}
+		return res, err
+	}
+}
+
+func (h *History) syncOnce(ctx context.Context, branch plumbing.ReferenceName, opt SyncOptions, res *SyncResult) error {
+	remoteRef := plumbing.NewRemoteReferenceName(opt.Remote, branch.Short())
+	err := h.repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: opt.Remote,
+		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", branch, remoteRef))},
+		Auth:       opt.Auth,
+	})
+	empty := errors.Is(err, transport.ErrEmptyRemoteRepository)
+	if err != nil && !empty && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		if strings.Contains(err.Error(), "couldn't find remote ref") {
+			empty = true
+		} else {
+			return fmt.Errorf("sync: fetching %s from %s: %w", branch.Short(), opt.Remote, err)
+		}
+	}
+	local, err := h.repo.Reference(branch, true)
+	if err != nil {
+		if errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return fmt.Errorf("sync: branch %s has no commit yet: save a trace first", branch.Short())
+		}
+		return fmt.Errorf("sync: reading %s: %w", branch, err)
+	}
+	var remote *plumbing.Reference
+	if !empty {
+		remote, err = h.repo.Reference(remoteRef, true)
+		if err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return fmt.Errorf("sync: reading %s: %w", remoteRef, err)
+		}
+	}
+	if remote != nil && remote.Hash() != local.Hash() {
+		newHead, ff, replayed, err := h.rebaseAdds(ctx, local.Hash(), remote.Hash(), opt)
+		if err != nil {
+			return err
+		}
+		if err := h.checkoutChange(ctx, local.Hash(), newHead); err != nil {
+			return err
+		}
+		if err := h.repo.Storer.SetReference(plumbing.NewHashReference(branch, newHead)); err != nil {
+			return fmt.Errorf("sync: moving %s: %w", branch, err)
+		}
+		res.FastForwarded = res.FastForwarded || ff || replayed > 0
+		res.Replayed += replayed
+		local = plumbing.NewHashReference(branch, newHead)
+	}
+	res.Head = local.Hash().String()
+	if remote != nil && remote.Hash() == local.Hash() {
+		return nil
+	}
+	err = h.repo.PushContext(ctx, &git.PushOptions{
+		RemoteName: opt.Remote,
+		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:%s", branch, branch))},
+		Auth:       opt.Auth,
+	})
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sync: pushing %s to %s: %w", branch.Short(), opt.Remote, err)
+	}
+	res.Pushed = true
+	_ = h.repo.Storer.SetReference(plumbing.NewHashReference(remoteRef, local.Hash()))
+	return nil
+}
+
+// rebaseAdds returns the commit that puts the local commits since the merge
+// base on top of remote: remote itself when local is behind (a fast-forward),
+// local when remote is behind.
+func (h *History) rebaseAdds(ctx context.Context, local, remote plumbing.Hash, opt SyncOptions) (plumbing.Hash, bool, int, error) {
+	lc, err := h.repo.CommitObject(local)
+	if err != nil {
+		return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: reading %s: %w", local, err)
+	}
+	rc, err := h.repo.CommitObject(remote)
+	if err != nil {
+		return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: reading %s: %w", remote, err)
+	}
+	bases, err := lc.MergeBase(rc)
+	if err != nil {
+		return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: merge base: %w", err)
+	}
+	if len(bases) == 0 {
+		return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: the local branch and %s have no common history: clone the remote and copy your traces into it", opt.Remote)
+	}
+	base := bases[0].Hash
+	switch base {
+	case local:
+		return remote, true, 0, nil
+	case remote:
+		return local, false, 0, nil
+	}
+	// Collect the local commits since base, oldest first.
+	var todo []*object.Commit
+	for c := lc; c.Hash != base; {
+		if c.NumParents() != 1 {
+			return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: %w: local commit %s %q is a merge: push your branch with git instead ('git pull && git push')", ErrNotAddOnly, c.Hash.String()[:10], gitlogInfo(c).Subject)
+		}
+		todo = append(todo, c)
+		p, err := c.Parent(0)
+		if err != nil {
+			return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: reading parent of %s: %w", c.Hash, err)
+		}
+		c = p
+	}
+	tip := rc
+	for i := len(todo) - 1; i >= 0; i-- {
+		c := todo[i]
+		p, _ := c.Parent(0)
+		var files []gitlogFile
+		var bad []string
+		err := h.diffTrees(ctx, "", p.TreeHash, c.TreeHash, func(ch FileChange) error {
+			if !ch.Added() || !strings.HasPrefix(ch.Path, h.prefix+tracesDir+"/") {
+				bad = append(bad, ch.Path)
+				return nil
+			}
+			files = append(files, gitlogFile{path: ch.Path, hash: plumbing.NewHash(ch.To), mode: ch.ToMode})
+			return nil
+		})
+		if err != nil {
+			return plumbing.ZeroHash, false, 0, err
+		}
+		if len(bad) > 0 {
+			if len(bad) > 3 {
+				bad = append(bad[:3], fmt.Sprintf("and %d more", len(bad)-3))
+			}
+			return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: %w: local commit %s %q changes %s; sync only replays commits that add traces: push a branch and open a pull request, or run 'git pull' (pem's merge driver merges experience/ and facts/) and 'git push'",
+				ErrNotAddOnly, c.Hash.String()[:10], gitlogInfo(c).Subject, strings.Join(bad, ", "))
+		}
+		// A trace the remote already has (same unique name) must be the same file.
+		for _, f := range files {
+			e, ok, err := h.lookup(tip.TreeHash, f.path)
+			if err != nil {
+				return plumbing.ZeroHash, false, 0, err
+			}
+			if ok && e.Hash != f.hash {
+				return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: %s differs between your commit %s and %s: traces are immutable; inspect both versions with git", f.path, c.Hash.String()[:10], opt.Remote)
+			}
+		}
+		tree, err := gitlogPutFiles(h.repo.Storer, tip.TreeHash, files)
+		if err != nil {
+			return plumbing.ZeroHash, false, 0, err
+		}
+		if tree == tip.TreeHash {
+			continue // everything was there already
+		}
+		nc := &object.Commit{
+			Author:       c.Author,
+			Committer:    object.Signature{Name: opt.Name, Email: opt.Email, When: opt.Now()},
+			Message:      c.Message,
+			TreeHash:     tree,
+			ParentHashes: []plumbing.Hash{tip.Hash},
+		}
+		hash, err := gitlogStore(h.repo.Storer, nc)
+		if err != nil {
+			return plumbing.ZeroHash, false, 0, err
+		}
+		if tip, err = h.repo.CommitObject(hash); err != nil {
+			return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: reading new commit %s: %w", hash, err)
+		}
+	}
+	return tip.Hash, false, len(todo), nil
+}
+
+// checkoutChange brings the working tree and the index from commit from to
+// commit to, touching only the files that differ. A file the user changed
+// locally that the update would overwrite stops it before anything is written.
+func (h *History) checkoutChange(ctx context.Context, from, to plumbing.Hash) error {
+	if from == to {
+		return nil
+	}
+	fc, err := h.repo.CommitObject(from)
+	if err != nil {
+		return fmt.Errorf("sync: reading %s: %w", from, err)
+	}
+	tc, err := h.repo.CommitObject(to)
+	if err != nil {
+		return fmt.Errorf("sync: reading %s: %w", to, err)
+	}
+	var changes []FileChange
+	if err := h.diffTrees(ctx, "", fc.TreeHash, tc.TreeHash, func(c FileChange) error {
+		changes = append(changes, c)
+		return nil
+	}); err != nil {
+		return err
+	}
+	// Check first: never overwrite local work.
+	for _, c := range changes {
+		name := filepath.Join(h.root, filepath.FromSlash(c.Path))
+		cur, err := gitlogHashFile(name)
+		if err != nil {
+			return err
+		}
+		if cur != c.From && cur != c.To {
+			return fmt.Errorf("sync: %s has local changes that the update would overwrite: commit or discard them, then sync again", c.Path)
+		}
+	}
+	idx, err := h.repo.Storer.Index()
+	if err != nil {
+		return fmt.Errorf("sync: reading the index: %w", err)
+	}
+	for _, c := range changes {
+		name := filepath.Join(h.root, filepath.FromSlash(c.Path))
+		if c.Deleted() {
+			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("sync: removing %s: %w", c.Path, err)
+			}
+			_, _ = idx.Remove(c.Path)
+			continue
+		}
+		if c.ToMode == filemode.Symlink || c.ToMode == filemode.Submodule {
+			return fmt.Errorf("sync: %s from the remote is a %s; pem trees hold regular files only: inspect the remote", c.Path, c.ToMode)
+		}
+		data, err := h.Blob(ctx, c.To, 1<<30)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+		perm := os.FileMode(0o644)
+		if c.ToMode == filemode.Executable {
+			perm = 0o755
+		}
+		if err := gitlogWriteFile(name, data, perm); err != nil {
+			return err
+		}
+		if err := gitlogIndexEntry(idx, name, c.Path, plumbing.NewHash(c.To), c.ToMode); err != nil {
+			return err
+		}
+	}
+	idx.Cache = nil // the cached-tree extension no longer matches
+	if err := h.repo.Storer.SetIndex(idx); err != nil {
+		return fmt.Errorf("sync: writing the index: %w", err)
+	}
+	return nil
+}
+
+// commitPendingTraces commits the trace files on disk that HEAD does not have
+// yet. It reads only the traces directory and, per day directory, one tree.
+func (h *History) commitPendingTraces(ctx context.Context, branch plumbing.ReferenceName, opt SyncOptions) (int, error) {
+	var headTree plumbing.Hash
+	if ref, err := h.repo.Reference(branch, true); err == nil {
+		c, err := h.repo.CommitObject(ref.Hash())
+		if err != nil {
+			return 0, fmt.Errorf("sync: reading %s: %w", ref.Hash(), err)
+		}
+		headTree = c.TreeHash
+	} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return 0, fmt.Errorf("sync: reading %s: %w", branch, err)
+	}
+	tracesRoot := filepath.Join(h.root, filepath.FromSlash(h.prefix), tracesDir)
+	var paths []string
+	dirs := map[string]map[string]bool{} // repo dir → names in HEAD
+	err := filepath.WalkDir(tracesRoot, func(name string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) && name == tracesRoot {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), yamlExt) || strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
+		rel, err := filepath.Rel(h.root, name)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		dir, base := path.Split(rel)
+		dir = strings.TrimSuffix(dir, "/")
+		have, ok := dirs[dir]
+		if !ok {
+			have = map[string]bool{}
+			if e, found, err := h.lookup(headTree, dir); err != nil {
+				return err
+			} else if found && e.Mode == filemode.Dir {
+				t, err := h.tree(e.Hash)
+				if err != nil {
+					return err
+				}
+				for _, te := range t.Entries {
+					have[te.Name] = true
+				}
+			}
+			dirs[dir] = have
+		}
+		if !have[base] {
+			paths = append(paths, strings.TrimPrefix(rel, h.prefix))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sync: listing pending traces: %w", err)
+	}
+	if len(paths) == 0 {
+		return 0, nil
+	}
+	msg := fmt.Sprintf("pem: add %d trace(s)", len(paths))
+	dir := filepath.Join(h.root, filepath.FromSlash(h.prefix))
+	if _, err := Commit(ctx, dir, paths, msg, Signature{Name: opt.Name, Email: opt.Email, When: opt.Now()}); err != nil {
+		return 0, fmt.Errorf("sync: committing pending traces: %w", err)
+	}
+	return len(paths), nil
+}
+
+// ---- object plumbing -------------------------------------------------------
+
+type gitlogFile struct {
+	path string // repository path
+	hash plumbing.Hash
+	mode filemode.FileMode
+}
+
+func gitlogStore(s storer.EncodedObjectStorer, c *object.Commit) (plumbing.Hash, error) {
+	obj := s.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encoding commit: %w", err)
+	}
+	h, err := s.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("writing commit: %w", err)
+	}
+	return h, nil
+}
+
+// gitlogPutFiles returns the tree base (zero: empty) with files added or
+// replaced, writing only the trees on the files' paths.
+func gitlogPutFiles(s storer.EncodedObjectStorer, base plumbing.Hash, files []gitlogFile) (plumbing.Hash, error) {
+	var entries []object.TreeEntry
+	if !base.IsZero() {
+		t, err := object.GetTree(s, base)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("reading tree %s: %w", base, err)
+		}
+		entries = append(entries, t.Entries...)
+	}
+	groups := map[string][]gitlogFile{}
+	var order []string
+	for _, f := range files {
+		first, rest, nested := strings.Cut(f.path, "/")
+		if !nested {
+			entries = gitlogSetEntry(entries, object.TreeEntry{Name: first, Mode: f.mode, Hash: f.hash})
+			continue
+		}
+		if _, ok := groups[first]; !ok {
+			order = append(order, first)
+		}
+		groups[first] = append(groups[first], gitlogFile{path: rest, hash: f.hash, mode: f.mode})
+	}
+	for _, name := range order {
+		var sub plumbing.Hash
+		for _, e := range entries {
+			if e.Name == name && e.Mode == filemode.Dir {
+				sub = e.Hash
+			}
+		}
+		h, err := gitlogPutFiles(s, sub, groups[name])
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		entries = gitlogSetEntry(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+	}
+	sort.Sort(object.TreeEntrySorter(entries))
+	obj := s.NewEncodedObject()
+	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("encoding tree: %w", err)
+	}
+	h, err := s.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("writing tree: %w", err)
+	}
+	return h, nil
+}
+
+func gitlogSetEntry(entries []object.TreeEntry, e object.TreeEntry) []object.TreeEntry {
+	for i := range entries {
+		if entries[i].Name == e.Name {
+			entries[i] = e
+			return entries
+		}
+	}
+	return append(entries, e)
+}
+
+// gitlogHashFile returns the git blob hash of a file on disk, "" when absent.
+func gitlogHashFile(name string) (string, error) {
+	data, err := os.ReadFile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("sync: reading %s: %w", name, err)
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, data).String(), nil
+}
+
+func gitlogWriteFile(name string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".pem-sync-*")
+	if err != nil {
+		return fmt.Errorf("sync: writing %s: %w", name, err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), perm)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), name)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("sync: writing %s: %w", name, werr)
+	}
+	return nil
+}
+
+// gitlogIndexEntry records a file in the index with its stat data, so that
+// git status sees it clean without re-reading it.
+func gitlogIndexEntry(idx *index.Index, name, p string, hash plumbing.Hash, mode filemode.FileMode) error {
+	fi, err := os.Lstat(name)
+	if err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	e, err := idx.Entry(p)
+	if err != nil {
+		e = idx.Add(p)
+	}
+	e.Hash = hash
+	e.Mode = mode
+	e.Size = uint32(fi.Size())
+	e.ModifiedAt = fi.ModTime()
+	fillStat(e, fi) // from git.go: ctime, device, inode, uid, gid
+	return nil
+}
+
+// ---- direct pack reads -----------------------------------------------------
+
+// gitlogPacks reads objects straight from the repository's pack files (index
+// version 2) with a delta-base cache keyed by offset. It exists for speed
+// only: go-git's storage reopens the pack and re-resolves delta chains on
+// every read of a large object, copies each object several times and builds
+// an offset map of every object on first use, which made `pem log` cost
+// about 5× the CPU of `git log -- path` (see docs/performance.md, "Log").
+// Anything it cannot read (loose objects, other index versions) is left to
+// go-git: read returns nil data then.
+type gitlogPacks struct {
+	packs []*gitlogPackFile
+	cache map[gitlogKey]gitlogObj
+	size  int // bytes held in cache
+	br    *bufio.Reader
+	zr    io.ReadCloser
+}
+
+type gitlogKey struct {
+	pack int
+	off  int64
+}
+
+type gitlogObj struct {
+	typ  plumbing.ObjectType
+	data []byte
+}
+
+type gitlogPackFile struct {
+	idx  []byte // the whole .idx file
+	n    int    // objects
+	f    *os.File
+	size int64
+}
+
+const gitlogCacheMax = 64 << 20
+
+func gitlogOpenPacks(dir string) *gitlogPacks {
+	ps := &gitlogPacks{cache: map[gitlogKey]gitlogObj{}}
+	idxs, _ := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
+	for _, name := range idxs {
+		idx, err := os.ReadFile(name)
+		if err != nil || len(idx) < 8+256*4 || !bytes.Equal(idx[:4], []byte{0xff, 't', 'O', 'c'}) || idx[7] != 2 {
+			continue // not an index we read: go-git will
+		}
+		n := int(gitlogBE32(idx[8+255*4:]))
+		if len(idx) < 8+256*4+n*(20+4+4) {
+			continue
+		}
+		f, err := os.Open(strings.TrimSuffix(name, ".idx") + ".pack")
+		if err != nil {
+			continue
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			continue
+		}
+		ps.packs = append(ps.packs, &gitlogPackFile{idx: idx, n: n, f: f, size: fi.Size()})
+	}
+	return ps
+}
+
+func (ps *gitlogPacks) close() {
+	for _, p := range ps.packs {
+		p.f.Close()
+	}
+}
+
+func gitlogBE32(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// offset finds hash in the pack's index: -1 when absent.
+func (p *gitlogPackFile) offset(hash plumbing.Hash) int64 {
+	const fan = 8
+	lo := 0
+	if hash[0] > 0 {
+		lo = int(gitlogBE32(p.idx[fan+(int(hash[0])-1)*4:]))
+	}
+	hi := int(gitlogBE32(p.idx[fan+int(hash[0])*4:]))
+	names := p.idx[fan+256*4:]
+	i := lo + sort.Search(hi-lo, func(i int) bool { return bytes.Compare(names[(lo+i)*20:(lo+i)*20+20], hash[:]) >= 0 })
+	if i >= hi || !bytes.Equal(names[i*20:i*20+20], hash[:]) {
+		return -1
+	}
+	offs := p.idx[fan+256*4+p.n*24:]
+	o := gitlogBE32(offs[i*4:])
+	if o&0x80000000 == 0 {
+		return int64(o)
+	}
+	large := offs[p.n*4+int(o&0x7fffffff)*8:]
+	return int64(gitlogBE32(large))<<32 | int64(gitlogBE32(large[4:]))
+}
+
+// read returns the object's type and content, or nil data when no pack has it.
+func (ps *gitlogPacks) read(hash plumbing.Hash) ([]byte, plumbing.ObjectType, error) {
+	for i, p := range ps.packs {
+		if off := p.offset(hash); off >= 0 {
+			o, err := ps.at(i, off, 0)
+			return o.data, o.typ, err
+		}
+	}
+	return nil, plumbing.InvalidObject, nil
+}
+
+// at resolves the object at off in pack i, following delta chains.
+func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
+	key := gitlogKey{i, off}
+	if o, ok := ps.cache[key]; ok {
+		return o, nil
+	}
+	if depth > 10000 {
+		return gitlogObj{}, fmt.Errorf("pack delta chain too deep at offset %d", off)
+	}
+	p := ps.packs[i]
+	// Reader state is reused across objects (a zlib reader alone is ~40 KiB);
+	// a nested call for a delta base takes its own.
+	r, zr := ps.br, ps.zr
+	ps.br, ps.zr = nil, nil
+	defer func() { ps.br, ps.zr = r, zr }()
+	if r == nil {
+		r = bufio.NewReaderSize(nil, 4096)
+	}
+	r.Reset(io.NewSectionReader(p.f, off, p.size-off))
+	c, err := r.ReadByte()
+	if err != nil {
+		return gitlogObj{}, err
+	}
+	typ := plumbing.ObjectType((c >> 4) & 7)
+	size := int64(c & 15)
+	for shift := 4; c&0x80 != 0; shift += 7 {
+		if c, err = r.ReadByte(); err != nil {
+			return gitlogObj{}, err
+		}
+		size |= int64(c&0x7f) << shift
+	}
+	var base gitlogObj
+	switch typ {
+	case plumbing.OFSDeltaObject:
+		c, err := r.ReadByte()
+		if err != nil {
+			return gitlogObj{}, err
+		}
+		rel := int64(c & 0x7f)
+		for c&0x80 != 0 {
+			if c, err = r.ReadByte(); err != nil {
+				return gitlogObj{}, err
+			}
+			rel = ((rel + 1) << 7) | int64(c&0x7f)
+		}
+		if base, err = ps.at(i, off-rel, depth+1); err != nil {
+			return gitlogObj{}, err
+		}
+	case plumbing.REFDeltaObject:
+		var bh plumbing.Hash
+		if _, err := io.ReadFull(r, bh[:]); err != nil {
+			return gitlogObj{}, err
+		}
+		data, btyp, err := ps.read(bh)
+		if err != nil || data == nil {
+			return gitlogObj{}, fmt.Errorf("pack delta base %s not found: %v", bh, err)
+		}
+		base = gitlogObj{typ: btyp, data: data}
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+	default:
+		return gitlogObj{}, fmt.Errorf("pack object at offset %d has unknown type %d", off, typ)
+	}
+	if zr == nil {
+		if zr, err = zlib.NewReader(r); err != nil {
+			return gitlogObj{}, err
+		}
+	} else if err := zr.(zlib.Resetter).Reset(r, nil); err != nil {
+		return gitlogObj{}, err
+	}
+	raw := make([]byte, size)
+	if _, err = io.ReadFull(zr, raw); err != nil {
+		return gitlogObj{}, fmt.Errorf("inflating pack object at offset %d: %w", off, err)
+	}
+	o := gitlogObj{typ: typ, data: raw}
+	if base.data != nil {
+		data, err := gitlogPatch(base.data, raw)
+		if err != nil {
+			return gitlogObj{}, fmt.Errorf("pack object at offset %d: %w", off, err)
+		}
+		o = gitlogObj{typ: base.typ, data: data}
+	}
+	if depth == 0 {
+		return o, nil // only delta bases are kept: most objects are read once
+	}
+	if ps.size+len(o.data) > gitlogCacheMax {
+		clear(ps.cache)
+		ps.size = 0
+	}
+	ps.cache[key] = o
+	ps.size += len(o.data)
+	return o, nil
+}
+
+// gitlogPatch applies a git delta to base.
+func gitlogPatch(base, delta []byte) ([]byte, error) {
+	bad := errors.New("corrupt delta")
+	varint := func() (int, bool) {
+		n, shift := 0, 0
+		for len(delta) > 0 {
+			c := delta[0]
+			delta = delta[1:]
+			n |= int(c&0x7f) << shift
+			shift += 7
+			if c&0x80 == 0 {
+				return n, true
+			}
+		}
+		return 0, false
+	}
+	srcSize, ok1 := varint()
+	dstSize, ok2 := varint()
+	if !ok1 || !ok2 || srcSize != len(base) {
+		return nil, bad
+	}
+	out := make([]byte, 0, dstSize)
+	for len(delta) > 0 {
+		op := delta[0]
+		delta = delta[1:]
+		switch {
+		case op&0x80 != 0:
+			var off, n int
+			for k := 0; k < 4; k++ {
+				if op&(1<<k) != 0 {
+					if len(delta) == 0 {
+						return nil, bad
+					}
+					off |= int(delta[0]) << (8 * k)
+					delta = delta[1:]
+				}
+			}
+			for k := 0; k < 3; k++ {
+				if op&(0x10<<k) != 0 {
+					if len(delta) == 0 {
+						return nil, bad
+					}
+					n |= int(delta[0]) << (8 * k)
+					delta = delta[1:]
+				}
+			}
+			if n == 0 {
+				n = 0x10000
+			}
+			if off+n > len(base) || off < 0 {
+				return nil, bad
+			}
+			out = append(out, base[off:off+n]...)
+		case op != 0:
+			if int(op) > len(delta) {
+				return nil, bad
+			}
+			out = append(out, delta[:op]...)
+			delta = delta[op:]
+		default:
+			return nil, bad
+		}
+	}
+	if len(out) != dstSize {
+		return nil, bad
+	}
+	return out, nil
+}
