@@ -41,6 +41,10 @@ deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y gcc libc6-dev; \
 	  else echo "make: gcc is missing (the race detector needs cgo): run 'sudo apt-get install -y gcc libc6-dev'" >&2; exit 1; fi; \
 	fi
+	@if ! command -v shellcheck >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y shellcheck; \
+	  else echo "make: shellcheck is missing (the workflow lint runs it): run 'sudo apt-get install -y shellcheck'" >&2; exit 1; fi; \
+	fi
 	@if [ -z "$${PEM_CHROME:-}" ] && [ ! -x "$(CHROMIUM)" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
 	  else echo "make: Chromium is missing ($(CHROMIUM)): run 'sudo apt-get install -y chromium', or set PEM_CHROME to a Chromium binary" >&2; exit 1; fi; \
