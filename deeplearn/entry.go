@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pemdev/pem/engine"
@@ -83,7 +84,16 @@ func Entry(ctx context.Context, eng *engine.Engine, url, intent string, force bo
 		res.FactsPath = path
 		res.StatusAfter = p.Facts.Status
 		res.Promoted = rank[res.StatusAfter] > rank[res.StatusBefore]
-		res.Message = fmt.Sprintf("wrote revision %s (%s) from %s; review with git diff, commit with pem consolidate", p.Facts.Revision, p.Facts.Status, plural(p.Successes+p.Failures, "trace"))
+		res.Message = fmt.Sprintf("wrote revision %s (%s) from %s; review it with git diff and commit it (pem deep-learn proposes on a review branch instead)", p.Facts.Revision, p.Facts.Status, plural(p.Successes+p.Failures, "trace"))
+	}
+	if n := len(p.Flagged); n > 0 {
+		// Ids only: the matched text is not echoed back to an agent.
+		ids := make([]string, 0, n)
+		for _, fl := range p.Flagged {
+			id, _, _ := strings.Cut(fl, ":")
+			ids = append(ids, id)
+		}
+		res.Message += fmt.Sprintf(" (%s looked like prompt injections and were ignored: %s; pem deep-learn's report says why)", plural(n, "trace"), strings.Join(ids, ", "))
 	}
 	if len(warnings) > 0 {
 		res.Message += fmt.Sprintf(" (%d unreadable files skipped; pem check lists them)", len(warnings))

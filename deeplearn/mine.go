@@ -30,27 +30,66 @@ type Proposal struct {
 	Changed    bool          `yaml:"changed" json:"changed"`                           // differs in content from the current entry
 	Supersedes string        `yaml:"supersedes,omitempty" json:"supersedes,omitempty"` // revision of a verified entry this replaces
 	Reasons    []string      `yaml:"reasons" json:"reasons"`                           // why, with evidence counts — for the report
+	Evidence   []Evidence    `yaml:"evidence,omitempty" json:"evidence,omitempty"`     // provenance of each mined item
 	Flagged    []string      `yaml:"flagged,omitempty" json:"flagged,omitempty"`       // traces that looked like injections, with why
 	Successes  int           `yaml:"successes" json:"successes"`
 	Failures   int           `yaml:"failures" json:"failures"`
 	Sessions   int           `yaml:"sessions" json:"sessions"`
 }
 
-// MinRouteRuns is how many successful runs a route needs before it is proposed.
-const MinRouteRuns = 1
+// Evidence is the provenance of one mined item: how many runs showed it, from
+// which sessions, and the newest of their trace ids.
+type Evidence struct {
+	Item     string   `yaml:"item" json:"item"` // "route", "selector <name>", "anti_pattern <…>", "blocker <type>", "hint <…>", "answer", "extraction_query"
+	Runs     int      `yaml:"runs" json:"runs"`
+	Sessions []string `yaml:"sessions" json:"sessions"` // sorted; at most MaxProvenanceTraces
+	Traces   []string `yaml:"traces" json:"traces"`     // the newest, sorted; at most MaxProvenanceTraces
+}
 
-// Mine proposes facts for one entry. It is deterministic: the same input gives
-// the same proposal, byte for byte once marshalled.
+// MaxProvenanceTraces caps the trace ids (and sessions) kept per item and in
+// facts.provenance.traces: the newest are kept, the counts say how many there were.
+const MaxProvenanceTraces = 20
+
+// Source is the provenance source every proposal carries.
+const Source = "deep-learn"
+
+// Mine proposes facts for one entry. It is pure and deterministic: the same
+// input in any trace order gives the same proposal, byte for byte once
+// marshalled. Rules (docs/deep-learn.md):
+//   - traces whose page-derived text looks like an injection are flagged and
+//     contribute nothing (not their outcome, route, selectors or answer);
+//   - the route is the most frequent aligned sequence of successful steps;
+//     values that vary between its runs become named parameters;
+//   - each selector role is filled by its most stable selector, the others
+//     ordered as fallbacks; selectors that keep failing never are fallbacks;
+//   - anti-patterns: a selector (or navigation) that failed ≥ 2 times with no
+//     later success in the same role; environment failures (captcha, login,
+//     network) do not count against it;
+//   - blockers from failed runs of a gate or overlay category, with the
+//     selector and URL pattern that showed them;
+//   - hints from recoveries, as pem's own sentences around selectors: no page
+//     text ever becomes a hint;
+//   - answers: a value only when answer_sessions independent sessions read
+//     it alike and it is not volatile; values that disagree are volatile.
+//
+// The current entry's content is the base: hand-written hints, blockers and
+// anti-patterns are kept, mined items are added or replace what they speak
+// to. A verified (or contested) entry is never changed: the proposal is a new
+// candidate revision that supersedes it.
 func Mine(in Input) Proposal {
 	p := Proposal{Domain: in.Domain, Intent: in.Intent, IntentKey: in.IntentKey}
 	traces := make([]*engine.Trace, 0, len(in.Traces))
 	for _, t := range in.Traces {
+		if t == nil {
+			continue
+		}
 		if why := Injection(t); why != "" {
 			p.Flagged = append(p.Flagged, fmt.Sprintf("%s: %s", t.ID, why))
 			continue
 		}
 		traces = append(traces, t)
 	}
+	sort.Strings(p.Flagged)
 	sort.Slice(traces, func(i, j int) bool {
 		if !traces[i].StartedAt.Equal(traces[j].StartedAt) {
 			return traces[i].StartedAt.Before(traces[j].StartedAt)
@@ -60,77 +99,120 @@ func Mine(in Input) Proposal {
 	var ok, failed []*engine.Trace
 	sessions := map[string]bool{}
 	for _, t := range traces {
+		sessions[sessionOf(t)] = true
 		if t.Outcome == engine.Success {
 			ok = append(ok, t)
-			sessions[sessionOf(t)] = true
 		} else {
 			failed = append(failed, t)
 		}
 	}
 	p.Successes, p.Failures, p.Sessions = len(ok), len(failed), len(sessions)
 
+	cur := in.Facts
 	f := &engine.Facts{Format: engine.Format, Domain: in.Domain, Intent: in.Intent, IntentKey: in.IntentKey, Status: engine.Candidate}
-	if in.Facts != nil {
-		f.TaskType = in.Facts.TaskType
-		f.Provenance.FirstSeen = in.Facts.Provenance.FirstSeen
-		f.History = append(f.History, in.Facts.History...)
+	if cur != nil {
+		c := cloneContent(cur)
+		f.TaskType, f.URLPatterns, f.Selectors, f.Steps = c.TaskType, c.URLPatterns, c.Selectors, c.Steps
+		f.ExtractionQuery, f.InteractionHints, f.KnownBlockers, f.AntiPatterns, f.Answers = c.ExtractionQuery, c.InteractionHints, c.KnownBlockers, c.AntiPatterns, c.Answers
+		f.History = c.History
+		f.Provenance.FirstSeen, f.Provenance.Sources = cur.Provenance.FirstSeen, c.Provenance.Sources
 	}
-	stats := selectorStats(traces)
+	if f.TaskType == "" {
+		for _, t := range traces {
+			if t.TaskType != "" {
+				f.TaskType = t.TaskType
+				break
+			}
+		}
+	}
+	ev := func(item string, ts []*engine.Trace) { p.Evidence = append(p.Evidence, evidence(item, ts)) }
+	stats := roleStats(traces)
 
-	// The route: the most common action signature among successful runs.
-	route, runs, params := mineRoute(ok)
-	if len(route) > 0 {
-		f.Steps = route
-		p.Reasons = append(p.Reasons, fmt.Sprintf("route of %d steps taken by %d of %d successful runs", len(route), runs, len(ok)))
-		if len(params) > 0 {
-			p.Reasons = append(p.Reasons, fmt.Sprintf("values that vary between runs became parameters: %s", strings.Join(params, ", ")))
+	// The route and its selector roles.
+	if r := mineRoute(ok); r != nil {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("route of %d steps taken by %d of %d successful runs", len(r.steps), len(r.runs), len(ok)))
+		if len(r.params) > 0 {
+			p.Reasons = append(p.Reasons, fmt.Sprintf("values that vary between runs became parameters: %s", strings.Join(r.params, ", ")))
 		}
-		f.Selectors = rankSelectors(route, runs, ok, stats)
+		ev("route", r.runs)
+		f.Selectors = rankSelectors(r, f.Selectors, stats, ev)
+		f.Steps = r.steps
 	}
-	f.URLPatterns = patterns(traces)
-	f.AntiPatterns, p.Reasons = antiPatterns(stats, f.Selectors, p.Reasons)
-	f.KnownBlockers = blockers(failed)
-	f.InteractionHints = hints(ok)
-	f.ExtractionQuery = extraction(ok)
-	f.Answers = answers(in.Intent, ok, in.Policy)
-	if n := len(f.KnownBlockers); n > 0 {
-		p.Reasons = append(p.Reasons, fmt.Sprintf("%d blocker(s) from %d failed runs", n, len(failed)))
+	f.URLPatterns = mergeStrings(patterns(ok), f.URLPatterns)
+
+	if q, runs := extraction(ok); q != "" {
+		f.ExtractionQuery = q
+		ev("extraction_query", runs)
 	}
-	if n := len(f.InteractionHints); n > 0 {
-		p.Reasons = append(p.Reasons, fmt.Sprintf("%d hint(s) from recoveries", n))
+	anti := antiPatterns(stats, f.Selectors)
+	for _, a := range anti {
+		// A mined anti-pattern replaces its own older wording (its counts move).
+		kept := f.AntiPatterns[:0:0]
+		for _, x := range f.AntiPatterns {
+			if !strings.HasPrefix(x, a.prefix) {
+				kept = append(kept, x)
+			}
+		}
+		f.AntiPatterns = append(kept, a.text)
+		p.Reasons = append(p.Reasons, fmt.Sprintf("anti-pattern %s %s: %d failures, %d successes, none after the last failure", a.action, a.target, a.st.fail, a.st.ok))
+		ev("anti_pattern "+a.action+" "+a.target, a.st.failed)
 	}
-	for _, a := range f.Answers {
+	bl := blockers(failed)
+	for _, b := range bl {
+		f.KnownBlockers = engine.MergeBlocker(f.KnownBlockers, b.Blocker)
+		ev("blocker "+b.Type+" "+firstNonEmpty(b.Selector, strings.Join(b.urls, " ")), b.runs)
+	}
+	if len(bl) > 0 {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("%d blocker(s) from %d failed runs", len(bl), len(failed)))
+	}
+	hs := hints(traces)
+	for _, h := range hs {
+		f.InteractionHints = mergeStrings(f.InteractionHints, []string{h.text})
+		ev("hint "+h.text, h.runs)
+	}
+	if len(hs) > 0 {
+		p.Reasons = append(p.Reasons, fmt.Sprintf("%d hint(s) from recoveries", len(hs)))
+	}
+	if a, runs := answer(in.Intent, ok, in.Policy); a != nil {
+		f.Answers = replaceAnswer(f.Answers, *a)
+		ev("answer", runs)
 		if a.Value == "" {
-			p.Reasons = append(p.Reasons, "the answer changes between runs or is a count/status: volatile, read live, value not cached")
+			p.Reasons = append(p.Reasons, "the answer changes between runs or is a count, date or status: volatile, read live, value not cached")
 		} else {
-			p.Reasons = append(p.Reasons, fmt.Sprintf("answer %q read alike by ≥ %d sessions (%s)", a.Value, max(1, in.Policy.AnswerSessions), a.Freshness))
+			p.Reasons = append(p.Reasons, fmt.Sprintf("answer %q read alike in %d sessions (%s)", a.Value, countSessions(runs), a.Freshness))
 		}
 	}
+
+	// Provenance: the newest trace ids mined, and deep-learn as a source.
+	ids := make([]string, 0, len(traces))
 	for _, t := range traces {
-		f.Provenance.Traces = append(f.Provenance.Traces, t.ID)
+		ids = append(ids, t.ID)
 		if f.Provenance.FirstSeen.IsZero() || t.StartedAt.Before(f.Provenance.FirstSeen) {
 			f.Provenance.FirstSeen = t.StartedAt.UTC()
 		}
 	}
-	f.Provenance.Sources = []string{"deep-learn"}
-	if len(ok) < max(1, in.Policy.CandidateSuccesses) {
-		f.Status = engine.Hypothesis
-	}
+	f.Provenance.Traces = newest(ids)
+	f.Provenance.Sources = mergeStrings(f.Provenance.Sources, []string{Source})
+
+	f.Status = status(in, traces, f.HasPageText())
 	f.Revision = f.ContentHash()
 
-	if cur := in.Facts; cur != nil {
-		p.Changed = cur.ContentHash() != f.Revision
-		if cur.Status == engine.Verified && p.Changed {
+	if cur != nil {
+		p.Changed = material(cur) != material(f)
+		switch {
+		case !p.Changed:
+			// Nothing to propose: keep the current entry as it is.
+			f = cloneContent(cur)
+		case frozen(cur):
 			f.Supersedes = cur.Revision
 			if f.Supersedes == "" {
 				f.Supersedes = cur.ContentHash()
 			}
 			p.Supersedes = f.Supersedes
-			p.Reasons = append(p.Reasons, fmt.Sprintf("verified revision %s is frozen: this is a new revision that supersedes it", p.Supersedes))
-		}
-		if !p.Changed {
-			// Keep the lifecycle of the current entry; nothing to propose.
-			f.Status, f.History, f.Provenance = cur.Status, cur.History, cur.Provenance
+			p.Reasons = append(p.Reasons, fmt.Sprintf("%s revision %s is frozen: this is a new revision that supersedes it", cur.Status, p.Supersedes))
+			f.History = append(f.History, transition(cur.Status, f.Status, in.Now, "deep-learn: revision "+f.Revision+" supersedes "+p.Supersedes))
+		case cur.Status != f.Status:
+			f.History = append(f.History, transition(cur.Status, f.Status, in.Now, "deep-learn: "+statusReason(f.Status)))
 		}
 	} else {
 		p.Changed = len(traces) > 0
@@ -139,159 +221,396 @@ func Mine(in Input) Proposal {
 	return p
 }
 
-func sessionOf(t *engine.Trace) string {
-	if t.Session != "" {
-		return t.Session
+var countRe = regexp.MustCompile(`(failed|seen in) \d+ `)
+
+// material is the hash of what a reviewer must look at: the content without
+// the numbers that move with every run (selector stability, counts in
+// mined notes, when and where an answer was last read). A proposal that
+// differs from the current entry only in those is no proposal: it would
+// supersede verified entries every night for nothing.
+func material(f *engine.Facts) string {
+	c := cloneContent(f)
+	for k, s := range c.Selectors {
+		s.Stability = 0
+		c.Selectors[k] = s
 	}
-	return "trace:" + t.ID
+	for i := range c.Steps {
+		c.Steps[i].Seq, c.Steps[i].DurationMs = i+1, 0
+	}
+	for i := range c.KnownBlockers {
+		c.KnownBlockers[i].Note = countRe.ReplaceAllString(c.KnownBlockers[i].Note, "$1 N ")
+	}
+	for i := range c.AntiPatterns {
+		c.AntiPatterns[i] = countRe.ReplaceAllString(c.AntiPatterns[i], "$1 N ")
+	}
+	for i := range c.Answers {
+		c.Answers[i].ObservedAt, c.Answers[i].SourceURL = time.Time{}, ""
+	}
+	return c.ContentHash()
 }
 
-// signature is a step's identity for alignment: its action and, for
-// navigation, the URL pattern (selectors may drift between runs).
-func signature(s engine.Step) string {
-	if s.Action == "navigate" {
-		if n, err := engine.NormalizeURL(s.URL); err == nil {
-			return "navigate " + engine.Pattern(n)
-		}
-		return "navigate"
+func transition(from, to engine.Status, at time.Time, why string) engine.Transition {
+	if from == "" {
+		from = engine.Hypothesis
 	}
-	return s.Action
+	return engine.Transition{From: from, To: to, At: at.UTC(), Reason: why}
 }
 
-// okSteps drops the steps that failed (a failed click that a retry followed
-// is not part of the route) and observation-only steps.
-func okSteps(t *engine.Trace) []engine.Step {
-	var out []engine.Step
-	for _, s := range t.Steps {
-		if !s.OK || s.Action == "screenshot" || s.Action == "get_elements" || s.Action == "wait" || s.Action == "scroll" || s.Action == "done" {
-			continue
-		}
-		out = append(out, s)
+func statusReason(s engine.Status) string {
+	if s == engine.Candidate {
+		return "the mined evidence meets the candidate bar"
 	}
-	return out
+	return "the mined evidence is below the candidate bar"
 }
 
-// mineRoute returns the most frequent successful step sequence (ties: the most
-// recent), the number of runs that took it, and the parameters it has.
-func mineRoute(ok []*engine.Trace) ([]engine.Step, int, []string) {
-	groups := map[string][]*engine.Trace{}
-	var order []string
-	for _, t := range ok {
-		steps := okSteps(t)
-		if len(steps) == 0 {
-			continue
-		}
-		sig := make([]string, len(steps))
-		for i, s := range steps {
-			sig[i] = signature(s)
-		}
-		k := strings.Join(sig, " | ")
-		if _, seen := groups[k]; !seen {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], t)
-	}
-	if len(groups) == 0 {
-		return nil, 0, nil
-	}
-	best := ""
-	for _, k := range order {
-		if best == "" || len(groups[k]) > len(groups[best]) || len(groups[k]) == len(groups[best]) && latest(groups[k]).After(latest(groups[best])) {
-			best = k
-		}
-	}
-	runs := groups[best]
-	newest := runs[len(runs)-1]
-	route := okSteps(newest)
-	out := make([]engine.Step, len(route))
-	var params []string
-	for i, s := range route {
-		st := engine.Step{Seq: i + 1, Action: s.Action, Selector: s.Selector, URL: s.URL, OK: true, Value: s.Value, Param: s.Param}
-		if s.Action == "type" {
-			values := map[string]bool{}
-			for _, t := range runs {
-				values[okSteps(t)[i].Value] = true
-			}
-			if st.Value == engine.Redacted || strings.HasPrefix(st.Value, "{{secret:") {
-				// keep the placeholder: a secret is bound by name at run time
-			} else if len(values) > 1 || st.Param != "" {
-				if st.Param == "" {
-					st.Param = paramName(s.Selector, i)
-				}
-				st.Value = ""
-				params = append(params, st.Param)
-			}
-		}
-		if s.Action == "navigate" && i > 0 {
-			// Later navigations to item pages vary by id: keep the pattern's
-			// first URL only when all runs agree.
-			same := true
-			for _, t := range runs {
-				if okSteps(t)[i].URL != s.URL {
-					same = false
-				}
-			}
-			if !same {
-				st.Param = paramName("url", i)
-				params = append(params, st.Param)
-			}
-		}
-		out[i] = st
-	}
-	return out, len(runs), params
+// frozen reports whether an entry's content may only change through a
+// superseding revision: verified, or contested (it was verified).
+func frozen(f *engine.Facts) bool {
+	return f.Status == engine.Verified || f.Status == engine.Contested
 }
 
-func latest(ts []*engine.Trace) time.Time { return ts[len(ts)-1].StartedAt }
-
-var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
-
-// paramName derives a parameter name from a selector: "input[name=q]" → "q",
-// "#search-box" → "search_box"; else "value<N>".
-func paramName(sel string, i int) string {
-	s := strings.ToLower(sel)
-	if m := regexp.MustCompile(`name=["']?([a-z0-9_-]+)`).FindStringSubmatch(s); m != nil {
-		s = m[1]
-	} else if m := regexp.MustCompile(`#([a-z0-9_-]+)`).FindStringSubmatch(s); m != nil {
-		s = m[1]
+// status is the proposal's status: what the evidence supports under the
+// promotion rules (engine.NextStatus from hypothesis), capped at candidate —
+// only consolidation, after review, verifies.
+func status(in Input, traces []*engine.Trace, pageText bool) engine.Status {
+	var ev []engine.Evidence
+	if in.Experience != nil {
+		ev = append(ev, in.Experience.Evidence...)
 	}
-	s = strings.Trim(nonWord.ReplaceAllString(s, "_"), "_")
-	if s == "" || len(s) > 32 {
-		return "value" + strconv.Itoa(i+1)
+	now := in.Now
+	for _, t := range traces {
+		ev = append(ev, engine.EvidenceOf(t)) // Confidence counts a trace id once
+		if now.IsZero() || t.StartedAt.After(now) {
+			now = t.StartedAt
+		}
+	}
+	s, _ := engine.NextStatus(engine.Hypothesis, engine.Confidence(ev, now, in.Policy), pageText, in.Policy)
+	if s == engine.Verified {
+		s = engine.Candidate
 	}
 	return s
 }
 
-// selStat is one selector's record across the traces.
-type selStat struct {
-	ok, fail        int
-	lastOK, lastErr time.Time
-	cats            map[engine.FailureCategory]int
+// sessionOf is the identity a run counts under for independence: its
+// session, else its writer (a machine repeating itself counts once), else the
+// trace itself.
+func sessionOf(t *engine.Trace) string {
+	switch {
+	case t.Session != "":
+		return t.Session
+	case t.Writer != "":
+		return "writer:" + t.Writer
+	}
+	return "trace:" + t.ID
 }
 
-func selectorStats(ts []*engine.Trace) map[string]*selStat {
-	m := map[string]*selStat{}
+func countSessions(ts []*engine.Trace) int {
+	m := map[string]bool{}
 	for _, t := range ts {
-		for _, s := range t.Steps {
-			if s.Selector == "" || s.Action == "navigate" {
+		m[sessionOf(t)] = true
+	}
+	return len(m)
+}
+
+// evidence summarizes the runs behind one item (ts sorted oldest first).
+func evidence(item string, ts []*engine.Trace) Evidence {
+	e := Evidence{Item: item, Runs: len(ts), Sessions: []string{}, Traces: []string{}}
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if s := sessionOf(t); !seen[s] {
+			seen[s] = true
+			e.Sessions = append(e.Sessions, s)
+		}
+		e.Traces = append(e.Traces, t.ID)
+	}
+	sort.Strings(e.Sessions)
+	if len(e.Sessions) > MaxProvenanceTraces {
+		e.Sessions = e.Sessions[:MaxProvenanceTraces]
+	}
+	e.Traces = newest(e.Traces)
+	return e
+}
+
+// newest keeps the newest MaxProvenanceTraces ids (ids sort by time), sorted.
+func newest(ids []string) []string {
+	ids = mergeStrings(ids, nil)
+	sort.Strings(ids)
+	if len(ids) > MaxProvenanceTraces {
+		ids = ids[len(ids)-MaxProvenanceTraces:]
+	}
+	return ids
+}
+
+// ---- route ----
+
+// observation steps say nothing about the route.
+func observation(action string) bool {
+	switch action {
+	case "screenshot", "get_elements", "wait", "scroll", "done":
+		return true
+	}
+	return false
+}
+
+// aligned returns the indexes of a run's steps that make its route: the
+// steps that worked, minus observation-only steps and minus recovery steps
+// (what a run did between a failed step and its successful retry, such as
+// dismissing a banner — that becomes a hint). For each kept step it also
+// returns the selectors of the failed attempts it replaced in the same role.
+func aligned(t *engine.Trace) (idx []int, replaced [][]string) {
+	skip := make([]bool, len(t.Steps))
+	for i, s := range t.Steps {
+		if s.OK || s.Selector == "" {
+			continue
+		}
+		for j := i + 2; j < len(t.Steps) && j <= i+3; j++ {
+			if r := t.Steps[j]; r.OK && r.Action == s.Action && r.Selector == s.Selector {
+				for k := i + 1; k < j; k++ {
+					skip[k] = true
+				}
+				break
+			}
+		}
+	}
+	var pending []string
+	for i, s := range t.Steps {
+		if !s.OK {
+			if s.Selector != "" && s.Action != "navigate" {
+				pending = append(pending, s.Action+"\x00"+s.Selector)
+			}
+			continue
+		}
+		if skip[i] || observation(s.Action) {
+			continue
+		}
+		var rep []string
+		for _, p := range pending {
+			if a, sel, _ := strings.Cut(p, "\x00"); a == s.Action && sel != s.Selector {
+				rep = append(rep, sel)
+			}
+		}
+		pending = nil
+		idx = append(idx, i)
+		replaced = append(replaced, rep)
+	}
+	return idx, replaced
+}
+
+// signature is a step's identity for alignment: its action and, for
+// navigation, the URL pattern (selectors may drift between runs, values vary).
+func signature(s engine.Step) string {
+	if s.Action == "navigate" {
+		if p := urlPattern(firstNonEmpty(s.URL, s.Value)); p != "" {
+			return "navigate " + p
+		}
+	}
+	return s.Action
+}
+
+// route is the mined route: its steps, the runs that took it, and for each
+// step the runs' own steps at that position (for selector roles).
+type route struct {
+	steps  []engine.Step
+	runs   []*engine.Trace
+	at     [][]engine.Step // at[k][r]: run r's step at position k
+	rep    [][]string      // selectors of failed attempts replaced at position k
+	params []string
+}
+
+// mineRoute returns the most frequent aligned step sequence of the
+// successful runs (ties: the one taken most recently, then the signature).
+// Values that differ between its runs become named parameters.
+func mineRoute(ok []*engine.Trace) *route {
+	type group struct {
+		runs     []*engine.Trace
+		steps    [][]engine.Step
+		replaced [][][]string
+	}
+	groups := map[string]*group{}
+	for _, t := range ok {
+		idx, rep := aligned(t)
+		if len(idx) == 0 {
+			continue
+		}
+		sig := make([]string, len(idx))
+		steps := make([]engine.Step, len(idx))
+		for k, i := range idx {
+			steps[k] = t.Steps[i]
+			sig[k] = signature(t.Steps[i])
+		}
+		key := strings.Join(sig, " | ")
+		g := groups[key]
+		if g == nil {
+			g = &group{}
+			groups[key] = g
+		}
+		g.runs = append(g.runs, t)
+		g.steps = append(g.steps, steps)
+		g.replaced = append(g.replaced, rep)
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	best := ""
+	for k, g := range groups {
+		if best == "" {
+			best = k
+			continue
+		}
+		b := groups[best]
+		la, lb := g.runs[len(g.runs)-1].StartedAt, b.runs[len(b.runs)-1].StartedAt
+		if len(g.runs) > len(b.runs) || len(g.runs) == len(b.runs) && (la.After(lb) || la.Equal(lb) && k < best) {
+			best = k
+		}
+	}
+	g := groups[best]
+	n := len(g.steps[0])
+	r := &route{runs: g.runs, at: make([][]engine.Step, n), rep: make([][]string, n)}
+	taken := map[string]bool{}
+	newestRun := g.steps[len(g.steps)-1]
+	for k := 0; k < n; k++ {
+		for ri := range g.runs {
+			r.at[k] = append(r.at[k], g.steps[ri][k])
+			r.rep[k] = append(r.rep[k], g.replaced[ri][k]...)
+		}
+		s := newestRun[k]
+		st := engine.Step{Seq: k + 1, Action: s.Action, Selector: s.Selector, URL: s.URL, Value: s.Value, OK: true}
+		param := ""
+		values, urls := map[string]bool{}, map[string]bool{}
+		for ri := len(r.at[k]) - 1; ri >= 0; ri-- {
+			x := r.at[k][ri]
+			if param == "" && x.Param != "" {
+				param = x.Param // the recorder bound it: keep its name
+			}
+			values[x.Value] = true
+			urls[normURL(firstNonEmpty(x.URL, x.Value))] = true
+		}
+		switch {
+		case s.Action == "navigate":
+			if len(urls) > 1 || param != "" {
+				st.URL, st.Value = "", ""
+				st.Param = uniqueParam(firstNonEmpty(param, "url"), taken)
+			}
+		case secretValue(st.Value):
+			// a secret is bound by name at run time: keep its placeholder
+		case (s.Action == "type" || s.Action == "select") && (len(values) > 1 || param != ""):
+			st.Value = ""
+			st.Param = uniqueParam(firstNonEmpty(param, paramName(s)), taken)
+		}
+		if st.Param != "" {
+			r.params = append(r.params, st.Param)
+		}
+		r.steps = append(r.steps, st)
+	}
+	return r
+}
+
+func secretValue(v string) bool {
+	return v != "" && (strings.Contains(v, engine.Redacted) || strings.Contains(v, "{{secret:"))
+}
+
+func normURL(u string) string {
+	if n, err := engine.NormalizeURL(u); err == nil {
+		return n.URL
+	}
+	return u
+}
+
+var (
+	nonWord  = regexp.MustCompile(`[^a-z0-9]+`)
+	nameAttr = regexp.MustCompile(`name=["']?([a-z0-9_-]+)`)
+	idPart   = regexp.MustCompile(`#([a-z0-9_-]+)`)
+)
+
+// paramName derives a parameter name from a step's selector:
+// "input[name=q]" → "q", "#search-box" → "search_box"; else its action.
+func paramName(s engine.Step) string {
+	sel := strings.ToLower(s.Selector)
+	if m := nameAttr.FindStringSubmatch(sel); m != nil {
+		sel = m[1]
+	} else if m := idPart.FindStringSubmatch(sel); m != nil {
+		sel = m[1]
+	} else {
+		sel = ""
+	}
+	sel = strings.Trim(nonWord.ReplaceAllString(sel, "_"), "_")
+	if sel == "" || len(sel) > 32 {
+		return s.Action
+	}
+	return sel
+}
+
+func uniqueParam(name string, taken map[string]bool) string {
+	n := name
+	for i := 2; taken[n]; i++ {
+		n = fmt.Sprintf("%s_%d", name, i)
+	}
+	taken[n] = true
+	return n
+}
+
+// ---- selectors ----
+
+// stat is the record of one role target (action + selector, or navigate +
+// URL pattern) across the traces, in step order.
+type stat struct {
+	ok, fail        int
+	lastOK, lastErr int // step ordinals; -1 = never
+	failed          []*engine.Trace
+}
+
+// failing reports a target that failed at least twice with no success after
+// its last failure: an anti-pattern, never a fallback.
+func (s *stat) failing() bool { return s != nil && s.fail >= 2 && s.lastErr > s.lastOK }
+
+// stability is the smoothed success rate (1 + ok) / (2 + ok + fail).
+func (s *stat) stability() float64 {
+	if s == nil {
+		return 0.5
+	}
+	return float64(s.ok+1) / float64(s.ok+s.fail+2)
+}
+
+func roleKey(action, target string) string { return action + "\x00" + target }
+
+// target is what a step acts on: its selector, or for navigation the URL pattern.
+func target(s engine.Step) string {
+	if s.Action == "navigate" {
+		return urlPattern(firstNonEmpty(s.URL, s.Value))
+	}
+	return s.Selector
+}
+
+// roleStats counts each target's outcomes over the traces (sorted oldest
+// first), skipping failures of the environment: a captcha, a login wall or
+// the network say nothing about a selector.
+func roleStats(ts []*engine.Trace) map[string]*stat {
+	m := map[string]*stat{}
+	ord := 0
+	for _, t := range ts {
+		for i, s := range t.Steps {
+			ord++
+			tg := target(s)
+			if tg == "" || observation(s.Action) {
 				continue
 			}
-			st := m[s.Selector]
+			if !s.OK && environmental(t, i) {
+				continue
+			}
+			k := roleKey(s.Action, tg)
+			st := m[k]
 			if st == nil {
-				st = &selStat{cats: map[engine.FailureCategory]int{}}
-				m[s.Selector] = st
+				st = &stat{lastOK: -1, lastErr: -1}
+				m[k] = st
 			}
 			if s.OK {
 				st.ok++
-				if t.StartedAt.After(st.lastOK) {
-					st.lastOK = t.StartedAt
-				}
+				st.lastOK = ord
 			} else {
 				st.fail++
-				if t.StartedAt.After(st.lastErr) {
-					st.lastErr = t.StartedAt
-				}
-				if t.Outcome == engine.Failure {
-					st.cats[t.FailureCategory]++
+				st.lastErr = ord
+				if n := len(st.failed); n == 0 || st.failed[n-1] != t {
+					st.failed = append(st.failed, t)
 				}
 			}
 		}
@@ -299,92 +618,233 @@ func selectorStats(ts []*engine.Trace) map[string]*selStat {
 	return m
 }
 
-// failing reports a selector that failed at least twice and has not worked
-// since its last failure: an anti-pattern, never a fallback.
-func (s *selStat) failing() bool {
-	return s.fail >= 2 && !s.lastErr.Before(s.lastOK)
+// environmental reports a failed step that the environment caused.
+func environmental(t *engine.Trace, i int) bool {
+	s := t.Steps[i]
+	switch s.ErrorKind {
+	case engine.KindCaptcha, engine.KindLogin, engine.KindNetwork:
+		return true
+	}
+	if c := s.HTTPStatus; c == 401 || c == 403 || c == 407 || c == 429 || c >= 500 {
+		return true
+	}
+	if t.Outcome == engine.Failure {
+		for j := range t.Steps {
+			if !t.Steps[j].OK {
+				if j == i {
+					c := category(t)
+					return c.IsGate() || c == engine.Network
+				}
+				break
+			}
+		}
+	}
+	return false
 }
 
-// stability is a selector's smoothed success rate.
-func (s *selStat) stability() float64 {
-	return float64(s.ok+1) / float64(s.ok+s.fail+2)
+func category(t *engine.Trace) engine.FailureCategory {
+	if t.FailureCategory.Valid() {
+		return t.FailureCategory
+	}
+	return engine.Classify(t)
 }
 
-// rankSelectors names each selector role of the route and ranks the selectors
-// that filled it across the runs: primary = most stable, fallbacks ordered.
-func rankSelectors(route []engine.Step, _ int, ok []*engine.Trace, stats map[string]*selStat) map[string]engine.Selector {
+// rankSelectors fills each selector role of the route with its most stable
+// selector and orders the others as fallbacks, and names the roles: a name
+// the current entry already gives one of the role's selectors is kept (so
+// reviewed names stay), else <action>_<what the selector names>. Names of the
+// current entry whose selectors no role uses are kept as they are.
+func rankSelectors(r *route, cur map[string]engine.Selector, stats map[string]*stat, ev func(string, []*engine.Trace)) map[string]engine.Selector {
 	out := map[string]engine.Selector{}
-	for i, s := range route {
-		if s.Selector == "" {
+	curNames := make([]string, 0, len(cur))
+	for n := range cur {
+		curNames = append(curNames, n)
+	}
+	sort.Strings(curNames)
+	used := map[string]bool{}
+	named := map[string]string{} // primary → name
+	for k := range r.steps {
+		s := &r.steps[k]
+		if s.Selector == "" || s.Action == "navigate" {
 			continue
 		}
-		cands := map[string]bool{}
-		for _, t := range ok {
-			steps := okSteps(t)
-			if i < len(steps) && steps[i].Action == s.Action && steps[i].Selector != "" {
-				cands[steps[i].Selector] = true
-			}
-			// A step that failed and was replaced in the same position is a
-			// fallback candidate too (drift): collect failed selectors of the
-			// same action.
-		}
-		list := make([]string, 0, len(cands))
-		for c := range cands {
-			if !stats[c].failing() {
-				list = append(list, c)
+		members := map[string]bool{}
+		for _, x := range r.at[k] {
+			members[x.Selector] = true
+			for _, fb := range x.Fallbacks {
+				members[fb] = true
 			}
 		}
-		if len(list) == 0 { // only failing candidates: keep them, ranked
-			for c := range cands {
-				list = append(list, c)
+		for _, sel := range r.rep[k] {
+			members[sel] = true
+		}
+		name := ""
+		for _, n := range curNames {
+			c := cur[n]
+			if used[n] || !(members[c.Primary] || containsAny(c.Fallbacks, members)) {
+				continue
 			}
+			name = n
+			members[c.Primary] = true
+			for _, fb := range c.Fallbacks {
+				members[fb] = true
+			}
+			break
+		}
+		var list, bad []string
+		for sel := range members {
+			if sel == "" {
+				continue
+			}
+			if stats[roleKey(s.Action, sel)].failing() {
+				bad = append(bad, sel)
+			} else {
+				list = append(list, sel)
+			}
+		}
+		if len(list) == 0 { // every candidate keeps failing: keep them, ranked
+			list = bad
 		}
 		sort.Slice(list, func(a, b int) bool {
-			sa, sb := stats[list[a]], stats[list[b]]
+			sa, sb := stats[roleKey(s.Action, list[a])], stats[roleKey(s.Action, list[b])]
 			if sa.stability() != sb.stability() {
 				return sa.stability() > sb.stability()
 			}
-			if !sa.lastOK.Equal(sb.lastOK) {
-				return sa.lastOK.After(sb.lastOK)
+			la, lb := -1, -1
+			if sa != nil {
+				la = sa.lastOK
+			}
+			if sb != nil {
+				lb = sb.lastOK
+			}
+			if la != lb {
+				return la > lb
 			}
 			return list[a] < list[b]
 		})
-		name := fmt.Sprintf("step%d_%s", i+1, s.Action)
-		sel := engine.Selector{Primary: list[0], Stability: round2(stats[list[0]].stability())}
+		sel := engine.Selector{Primary: list[0], Stability: round2(stats[roleKey(s.Action, list[0])].stability())}
 		if len(list) > 1 {
 			sel.Fallbacks = list[1:]
 		}
+		s.Selector, s.Fallbacks = sel.Primary, sel.Fallbacks
+		if _, done := named[sel.Primary]; done {
+			continue // one name per selector (type then press on the same input)
+		}
+		if name == "" {
+			name = s.Action + "_" + shortName(sel.Primary)
+			for i := 2; used[name] || cur[name].Primary != "" && cur[name].Primary != sel.Primary; i++ {
+				name = fmt.Sprintf("%s_%s_%d", s.Action, shortName(sel.Primary), i)
+			}
+		}
+		used[name] = true
+		named[sel.Primary] = name
 		out[name] = sel
-		route[i].Selector = list[0]
-		route[i].Fallbacks = sel.Fallbacks
+		ev("selector "+name, r.runs)
+	}
+	for _, n := range curNames {
+		if used[n] {
+			continue
+		}
+		c := cur[n]
+		if _, taken := named[c.Primary]; taken {
+			continue // the role was renamed by a mined one
+		}
+		out[n] = c
 	}
 	return out
 }
 
+func containsAny(xs []string, set map[string]bool) bool {
+	for _, x := range xs {
+		if set[x] {
+			return true
+		}
+	}
+	return false
+}
+
+var attrValue = regexp.MustCompile(`\[\s*[a-zA-Z_:-]+\s*[~|^$*]?=\s*["']?([^"'\]]+)["']?\s*\]`)
+
+// shortName names a selector after what identifies its last part: the id,
+// else an attribute value, else the first class, else the tag.
+func shortName(sel string) string {
+	last := sel
+	if i := strings.LastIndexAny(sel, " >+~"); i >= 0 && i+1 < len(sel) && !strings.ContainsAny(sel[i:], "]\"'") {
+		last = sel[i+1:]
+	}
+	pick := ""
+	cut := func(s string) string {
+		if j := strings.IndexAny(s, ".[:#"); j >= 0 {
+			return s[:j]
+		}
+		return s
+	}
+	if i := strings.IndexByte(last, '#'); i >= 0 {
+		pick = cut(last[i+1:])
+	}
+	if pick == "" {
+		if m := attrValue.FindStringSubmatch(last); m != nil {
+			pick = m[1]
+		}
+	}
+	if pick == "" {
+		if i := strings.IndexByte(last, '.'); i >= 0 {
+			pick = cut(last[i+1:])
+		}
+	}
+	if pick == "" {
+		pick = cut(last)
+	}
+	s := strings.Trim(nonWord.ReplaceAllString(strings.ToLower(pick), "_"), "_")
+	if len(s) > 24 {
+		s = strings.TrimRight(s[:24], "_")
+	}
+	if s == "" {
+		s = "element"
+	}
+	return s
+}
+
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
 
-// antiPatterns: selectors that failed at least twice with no success after
-// their last failure, and which are not the route's primary.
-func antiPatterns(stats map[string]*selStat, sels map[string]engine.Selector, reasons []string) ([]string, []string) {
+// ---- anti-patterns, blockers, hints, extraction, answers ----
+
+type anti struct {
+	action, target, text string
+	prefix               string // the text up to its counts
+	st                   *stat
+}
+
+// antiPatterns: targets that failed at least twice with no success after
+// their last failure, and that no selector role uses as its primary.
+func antiPatterns(stats map[string]*stat, sels map[string]engine.Selector) []anti {
 	primary := map[string]bool{}
 	for _, s := range sels {
 		primary[s.Primary] = true
 	}
-	var out []string
 	keys := make([]string, 0, len(stats))
 	for k := range stats {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, sel := range keys {
-		st := stats[sel]
-		if !st.failing() || primary[sel] {
+	var out []anti
+	for _, k := range keys {
+		st := stats[k]
+		action, tg, _ := strings.Cut(k, "\x00")
+		if !st.failing() || primary[tg] || !safeSelector(tg) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("selector %s failed %d times with no later success", strconv.Quote(sel), st.fail))
-		reasons = append(reasons, fmt.Sprintf("anti-pattern %s: %d failures, %d successes", strconv.Quote(sel), st.fail, st.ok))
+		a := anti{action: action, target: strconv.Quote(tg), st: st}
+		if action == "navigate" {
+			a.target = tg
+			a.prefix = fmt.Sprintf("navigate to %s failed ", tg)
+		} else {
+			a.prefix = fmt.Sprintf("%s %s failed ", action, a.target)
+		}
+		a.text = fmt.Sprintf("%s%d times with no later success", a.prefix, st.fail)
+		out = append(out, a)
 	}
-	return out, reasons
+	return out
 }
 
 // blockerTypes are the failure categories that become known blockers.
@@ -392,90 +852,134 @@ var blockerTypes = map[engine.FailureCategory]bool{
 	engine.AntiBot: true, engine.AuthRequired: true, engine.PermissionDenied: true, engine.OverlayBlocked: true,
 }
 
-func blockers(failed []*engine.Trace) []engine.Blocker {
-	var out []engine.Blocker
-	count := map[string]int{}
+type blocker struct {
+	engine.Blocker
+	urls []string
+	runs []*engine.Trace
+}
+
+// blockers are the gates and overlays failed runs met, one per (type,
+// selector), with the URL patterns where they showed.
+func blockers(failed []*engine.Trace) []blocker {
+	byKey := map[string]*blocker{}
+	var keys []string
 	for _, t := range failed {
-		c := t.FailureCategory
-		if c == "" {
-			c = engine.Classify(t)
-		}
+		c := category(t)
 		if !blockerTypes[c] {
 			continue
 		}
-		b := engine.Blocker{Type: string(c)}
+		sel, u := "", ""
 		for _, s := range t.Steps {
 			if !s.OK {
-				b.Selector = s.Selector
-				if b.Selector == "" {
-					b.Selector = urlPattern(s.URL)
+				if s.Action != "navigate" && safeSelector(s.Selector) {
+					sel = s.Selector
 				}
+				u = firstNonEmpty(s.URL, t.Result.FinalURL, t.URL)
 				break
 			}
 		}
-		if b.Selector == "" {
-			b.Selector = t.URLPattern
+		if u == "" {
+			u = firstNonEmpty(t.Result.FinalURL, t.URL)
 		}
-		k := b.Type + "\x00" + b.Selector
-		count[k]++
-		b.Note = fmt.Sprintf("seen in %d failed run(s)", count[k])
-		out = engine.MergeBlocker(out, b)
+		k := string(c) + "\x00" + sel
+		b := byKey[k]
+		if b == nil {
+			b = &blocker{Blocker: engine.Blocker{Type: string(c), Selector: sel}}
+			byKey[k] = b
+			keys = append(keys, k)
+		}
+		if p := urlPattern(u); p != "" {
+			b.urls = mergeStrings(b.urls, []string{p})
+		}
+		b.runs = append(b.runs, t)
+	}
+	sort.Strings(keys)
+	out := make([]blocker, 0, len(keys))
+	for _, k := range keys {
+		b := byKey[k]
+		sort.Strings(b.urls)
+		b.Note = fmt.Sprintf("seen in %d failed run(s)", len(b.runs))
+		if len(b.urls) > 0 {
+			b.Note += " at " + strings.Join(b.urls, ", ")
+		}
+		out = append(out, *b)
 	}
 	return out
 }
 
 func urlPattern(u string) string {
+	if u == "" {
+		return ""
+	}
 	if n, err := engine.NormalizeURL(u); err == nil {
 		return engine.Pattern(n)
 	}
 	return ""
 }
 
-// hints are pem's own templates, filled only with selectors: a failed step
-// followed by a wait, scroll or another click, and then the same action
-// succeeding.
-func hints(ok []*engine.Trace) []string {
-	var out []string
-	add := func(h string) {
-		for _, x := range out {
-			if x == h {
-				return
-			}
+type hint struct {
+	text string
+	runs []*engine.Trace
+}
+
+// hints come from recoveries: a failed step, then a wait, a scroll or a
+// dismissal (a click elsewhere, Escape), then the same step succeeding. They
+// are pem's own sentences around selectors: nothing a page said is copied.
+func hints(ts []*engine.Trace) []hint {
+	byText := map[string]*hint{}
+	add := func(h string, t *engine.Trace) {
+		x := byText[h]
+		if x == nil {
+			x = &hint{text: h}
+			byText[h] = x
 		}
-		out = append(out, h)
+		if n := len(x.runs); n == 0 || x.runs[n-1] != t {
+			x.runs = append(x.runs, t)
+		}
 	}
-	for _, t := range ok {
+	for _, t := range ts {
 		for i, s := range t.Steps {
-			if s.OK || s.Selector == "" {
+			if s.OK || !safeSelector(s.Selector) || s.Action == "navigate" {
 				continue
 			}
-			for j := i + 1; j < len(t.Steps) && j <= i+3; j++ {
+			for j := i + 2; j < len(t.Steps) && j <= i+3; j++ {
 				r := t.Steps[j]
-				if r.Selector == s.Selector && r.OK && j > i+1 {
-					mid := t.Steps[i+1]
-					switch mid.Action {
-					case "wait":
-						add(fmt.Sprintf("if %s is missing, wait for it and retry", strconv.Quote(s.Selector)))
-					case "scroll":
-						add(fmt.Sprintf("scroll before using %s: it loads lazily", strconv.Quote(s.Selector)))
-					case "click":
-						if mid.OK && mid.Selector != "" {
-							add(fmt.Sprintf("click %s to dismiss what covers %s", strconv.Quote(mid.Selector), strconv.Quote(s.Selector)))
-						}
-					}
-					break
+				if !r.OK || r.Action != s.Action || r.Selector != s.Selector {
+					continue
 				}
+				q := strconv.Quote(s.Selector)
+				switch mid := t.Steps[i+1]; {
+				case mid.Action == "wait":
+					add(fmt.Sprintf("if %s is missing, wait for it and retry", q), t)
+				case mid.Action == "scroll":
+					add(fmt.Sprintf("scroll before using %s: it loads lazily", q), t)
+				case mid.Action == "click" && mid.OK && mid.Selector != s.Selector && safeSelector(mid.Selector):
+					add(fmt.Sprintf("click %s to dismiss what covers %s", strconv.Quote(mid.Selector), q), t)
+				case mid.Action == "press" && mid.OK && strings.EqualFold(mid.Value, "Escape"):
+					add(fmt.Sprintf("press Escape to dismiss what covers %s", q), t)
+				}
+				break
 			}
 		}
 	}
-	sort.Strings(out)
+	out := make([]hint, 0, len(byText))
+	for _, h := range byText {
+		out = append(out, *h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].text < out[j].text })
 	return out
 }
 
-// extraction returns the most common extract step of successful runs: its
-// selector, or "label:<label>".
-func extraction(ok []*engine.Trace) string {
-	count := map[string]int{}
+// safeSelector accepts a selector for use inside pem's sentences: one short
+// line that reads as no instruction.
+func safeSelector(s string) bool {
+	return s != "" && len(s) <= 200 && !strings.ContainsAny(s, "\n\r\t\x00`") && injectionRe.FindStringIndex(s) == nil
+}
+
+// extraction returns the most common extract step of successful runs — its
+// selector, or "label:<label>" — and the runs that used it.
+func extraction(ok []*engine.Trace) (string, []*engine.Trace) {
+	runs := map[string][]*engine.Trace{}
 	for _, t := range ok {
 		for _, s := range t.Steps {
 			if s.Action != "extract" || !s.OK {
@@ -485,30 +989,33 @@ func extraction(ok []*engine.Trace) string {
 			if q == "" && s.Value != "" {
 				q = "label:" + s.Value
 			}
-			if q != "" {
-				count[q]++
+			if q != "" && safeSelector(q) {
+				if n := len(runs[q]); n == 0 || runs[q][n-1] != t {
+					runs[q] = append(runs[q], t)
+				}
 			}
 		}
 	}
 	best := ""
-	for q, n := range count {
-		if best == "" || n > count[best] || n == count[best] && q < best {
+	for q, rs := range runs {
+		if best == "" || len(rs) > len(runs[best]) || len(rs) == len(runs[best]) && q < best {
 			best = q
 		}
 	}
-	return best
+	return best, runs[best]
 }
 
 var (
 	numberRe   = regexp.MustCompile(`^[\s$€£+-]*[\d.,]+\s*(%|k|m|stars?|forks?|issues?|open|closed)?\s*$`)
-	dateRe     = regexp.MustCompile(`\b(\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2})\b`)
-	volatileRe = regexp.MustCompile(`(?i)\b(latest|current|now|today|count|how many|number of|status|recent|newest|price|open)\b`)
-	statusRe   = regexp.MustCompile(`(?i)^(success|passing|failing|failed|queued|running|in progress|pending|cancelled|green|red)$`)
+	dateRe     = regexp.MustCompile(`\b(\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d+ (seconds?|minutes?|hours?|days?|weeks?|months?|years?) ago|yesterday|today)\b`)
+	volatileRe = regexp.MustCompile(`(?i)\b(latest|current|currently|now|today|count|how many|number of|status|recent|newest|last|price|open)\b`)
+	statusRe   = regexp.MustCompile(`(?i)^(success|succeeded|passing|passed|failing|failed|queued|running|in progress|pending|cancelled|canceled|green|red|open|closed|merged)$`)
 )
 
 // Freshness classifies an answer: counts, numbers, dates, statuses and
 // anything the task calls latest/current are volatile; names, paths and
-// commands stable.
+// commands stable. (Values that disagree across sessions are volatile too;
+// that needs several runs and is decided in Mine.)
 func Freshness(intent, value string) engine.Freshness {
 	v := strings.TrimSpace(strings.ToLower(value))
 	if numberRe.MatchString(v) || dateRe.MatchString(v) || statusRe.MatchString(v) || volatileRe.MatchString(intent) {
@@ -517,51 +1024,56 @@ func Freshness(intent, value string) engine.Freshness {
 	return engine.Stable
 }
 
-// answers proposes the answer of the intent when enough independent sessions
-// read the same value; values that disagree across sessions are volatile (the
-// route stays, the value is not cached).
-func answers(intent string, ok []*engine.Trace, p engine.Policy) []engine.Answer {
-	need := max(1, p.AnswerSessions)
-	bySession := map[string]string{}
-	var lastURL string
-	var lastAt time.Time
+// answer proposes the intent's answer. Values that disagree between runs are
+// volatile: the answer says "read live" and caches no value, whatever the
+// number of sessions. One value read alike is cached only when it is not
+// volatile and answer_sessions independent sessions read it (one session
+// repeating itself counts once): an answer is page text.
+func answer(intent string, ok []*engine.Trace, p engine.Policy) (*engine.Answer, []*engine.Trace) {
+	var runs []*engine.Trace
+	values := map[string]bool{}
 	for _, t := range ok {
 		a := strings.TrimSpace(t.Result.Answer)
 		if a == "" || len(a) > 500 {
 			continue
 		}
-		bySession[sessionOf(t)] = a
-		lastURL, lastAt = t.Result.FinalURL, t.StartedAt.UTC()
-		if lastURL == "" {
-			lastURL = t.URL
-		}
+		runs = append(runs, t)
+		values[a] = true
 	}
-	if len(bySession) < need {
-		return nil
+	if len(runs) == 0 {
+		return nil, nil
 	}
-	values := map[string]int{}
-	for _, v := range bySession {
-		values[v]++
-	}
+	last := runs[len(runs)-1]
+	a := &engine.Answer{Query: intent, SourceURL: firstNonEmpty(last.Result.FinalURL, last.URL), ObservedAt: last.StartedAt.UTC(), Freshness: engine.Volatile}
 	if len(values) > 1 {
-		return []engine.Answer{{Query: intent, Freshness: engine.Volatile, SourceURL: lastURL, ObservedAt: lastAt}}
+		return a, runs
 	}
-	var v string
-	for k := range values {
-		v = k
+	v := strings.TrimSpace(last.Result.Answer)
+	if Freshness(intent, v) == engine.Volatile {
+		return a, runs
 	}
-	fr := Freshness(intent, v)
-	a := engine.Answer{Query: intent, Value: v, SourceURL: lastURL, ObservedAt: lastAt, Freshness: fr}
-	if fr == engine.Volatile {
-		a.Value = "" // never cache a volatile value: the route reads it live
+	if countSessions(runs) < max(1, p.AnswerSessions) {
+		return nil, nil // one session's word: not yet
 	}
-	return []engine.Answer{a}
+	a.Value, a.Freshness = v, engine.Stable
+	return a, runs
 }
 
-func patterns(ts []*engine.Trace) []string {
+func replaceAnswer(as []engine.Answer, a engine.Answer) []engine.Answer {
+	for i := range as {
+		if as[i].Query == a.Query {
+			as[i] = a
+			return as
+		}
+	}
+	return append(as, a)
+}
+
+// patterns are the URL patterns of successful runs, most frequent first.
+func patterns(ok []*engine.Trace) []string {
 	count := map[string]int{}
-	for _, t := range ts {
-		if t.URLPattern != "" && t.Outcome == engine.Success {
+	for _, t := range ok {
+		if t.URLPattern != "" {
 			count[t.URLPattern]++
 		}
 	}
@@ -578,11 +1090,71 @@ func patterns(ts []*engine.Trace) []string {
 	return out
 }
 
-var injectionRe = regexp.MustCompile(`(?i)(ignore (all |any |the )?(previous|prior|above) (instructions|prompts?)|disregard (the |all )?(previous|above)|you are now|new instructions:|system prompt|^\s*#{1,6}\s|\n\s*#{1,6}\s|</?(system|assistant|tool_call|function_call|memory)>|"tool"\s*:\s*"|"function_call"|\{\{secret:|` + "```" + `)`)
+// ---- helpers ----
+
+func firstNonEmpty(xs ...string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// mergeStrings returns a then b without empty strings or repeats, in order.
+func mergeStrings(a, b []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, xs := range [][]string{a, b} {
+		for _, s := range xs {
+			if s != "" && !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// cloneContent deep-copies an entry so that Mine never changes its input.
+func cloneContent(f *engine.Facts) *engine.Facts {
+	c := *f
+	c.URLPatterns = clip(f.URLPatterns)
+	if f.Selectors != nil {
+		c.Selectors = make(map[string]engine.Selector, len(f.Selectors))
+		for k, v := range f.Selectors {
+			v.Fallbacks = clip(v.Fallbacks)
+			c.Selectors[k] = v
+		}
+	}
+	c.Steps = clip(f.Steps)
+	for i := range c.Steps {
+		c.Steps[i].Fallbacks = clip(c.Steps[i].Fallbacks)
+	}
+	c.InteractionHints = clip(f.InteractionHints)
+	c.KnownBlockers = clip(f.KnownBlockers)
+	c.AntiPatterns = clip(f.AntiPatterns)
+	c.Answers = clip(f.Answers)
+	c.Provenance.Traces = clip(f.Provenance.Traces)
+	c.Provenance.Sources = clip(f.Provenance.Sources)
+	c.History = clip(f.History)
+	return &c
+}
+
+func clip[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
+}
+
+var injectionRe = regexp.MustCompile(`(?i)(ignore (all |any |the )?(previous|prior|above|earlier) (instructions|prompts?|messages?)|disregard (the |all |any )?(previous|prior|above)|forget (all |your )?(previous |prior )?instructions|you are now|new instructions:|(reveal|print|show|output|repeat) (your |the )?system prompt|^\s*#{1,6}\s|\n\s*#{1,6}\s|</?(system|assistant|user|tool_call|tool_use|function_call|function_calls|invoke|memory)\b[^>]*>|"(tool|tool_name|function_call|tool_calls)"\s*:|\{\{secret:|` + "```" + `)`)
 
 // Injection reports why a trace's page-derived text looks like a prompt
-// injection ("" when it does not): instruction overrides, text that would close
-// or open a Memory block or heading, tool-call look-alikes.
+// injection ("" when it does not): instruction overrides, text that would
+// close or open a Memory block or a heading, tool-call look-alikes. It reads
+// the answer, the final title, the extracted values, the steps' results, and
+// the selectors (a selector can quote page text).
 func Injection(t *engine.Trace) string {
 	check := func(where, s string) string {
 		if m := injectionRe.FindString(s); m != "" {
@@ -602,12 +1174,16 @@ func Injection(t *engine.Trace) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if w := check("extracted "+k, t.Result.Extracted[k]); w != "" {
+		if w := check("extracted "+k, k+"\n"+t.Result.Extracted[k]); w != "" {
 			return w
 		}
 	}
 	for i, s := range t.Steps {
 		if w := check(fmt.Sprintf("step %d result", i+1), s.Result); w != "" {
+			return w
+		}
+		sel := strings.Join(append([]string{s.Selector}, s.Fallbacks...), "\n")
+		if w := check(fmt.Sprintf("step %d selector", i+1), strings.ReplaceAll(sel, "{{secret:", "")); w != "" {
 			return w
 		}
 	}

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
@@ -74,4 +76,45 @@ func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
 	if _, err := CommitToBranch(ctx, dir, "main", files, "x", Signature{}); err == nil {
 		t.Fatal("committing onto the checked-out branch was accepted")
 	}
+}
+
+// A knowledge tree in a subdirectory of a project's repository (pem's own
+// layout, knowledge/): the branch's paths are under it, and files of the
+// project outside the tree are carried over unchanged.
+func TestCommitToBranchTreeInSubdirectory(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	gitRun(t, repo, "init", "-q", "-b", "main")
+	writeFile(t, repo, "README.md", "project\n")
+	dir := filepath.Join(repo, "knowledge")
+	if _, err := Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "add", "-A")
+	gitRun(t, repo, "commit", "-q", "-m", "base")
+	writeFile(t, repo, "README.md", "project, edited but not committed\n")
+	gitRun(t, repo, "add", "README.md") // staged work stays staged
+	head := gitRun(t, repo, "rev-parse", "HEAD")
+	staged := gitRun(t, repo, "diff", "--cached", "--name-only")
+
+	h, err := CommitToBranch(ctx, dir, "pem/deep-learn/x", map[string][]byte{"facts/a.example/k.yaml": []byte("format: 1\n")}, "proposal", Signature{Name: "bot", Email: "bot@example.com", When: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)})
+	if err != nil || h == "" {
+		t.Fatalf("commit = %q, %v", h, err)
+	}
+	if got := gitRun(t, repo, "diff", "--name-only", "HEAD", "pem/deep-learn/x"); got != "knowledge/facts/a.example/k.yaml" {
+		t.Fatalf("branch diff = %q", got)
+	}
+	if got := gitRun(t, repo, "show", "pem/deep-learn/x:README.md"); got != "project" {
+		t.Fatalf("README on the branch = %q, want HEAD's", got)
+	}
+	if got := gitRun(t, repo, "log", "-1", "--format=%an <%ae> %aI", "pem/deep-learn/x"); got != "bot <bot@example.com> 2026-11-30T03:00:00+00:00" {
+		t.Fatalf("author = %q", got)
+	}
+	if gitRun(t, repo, "rev-parse", "HEAD") != head || gitRun(t, repo, "diff", "--cached", "--name-only") != staged {
+		t.Fatal("HEAD or the index moved")
+	}
+	if _, err := CommitToBranch(ctx, dir, "x", map[string][]byte{"../outside.txt": []byte("x")}, "escape", Signature{}); err == nil {
+		t.Fatal("a path escaping the knowledge tree was committed")
+	}
+	gitRun(t, repo, "fsck", "--strict", "--no-dangling")
 }

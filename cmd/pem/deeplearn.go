@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"time"
 
@@ -18,6 +19,11 @@ import (
 func init() {
 	register(newDeepLearnCmd)
 	registerSub("experience", newExperienceDeepLearnCmd)
+	// pem serve --deep-learn: propose on the day's review branch.
+	deepLearnJob = func(ctx context.Context, st *store.Store) error {
+		_, err := deepLearn(ctx, st, deeplearn.Filter{}, "", false, time.Now().UTC(), os.Stderr)
+		return err
+	}
 	mcpDeepLearn = func(_ *cli.Context, e *engine.Engine) mcp.DeepLearnFunc {
 		return func(ctx context.Context, url, intent string, force bool) (any, error) {
 			return deeplearn.Entry(ctx, e, url, intent, force)
@@ -73,14 +79,13 @@ func newDeepLearnCmd() *cli.Command {
 // deepLearn mines and proposes; it returns the Markdown report. Progress and
 // the summary go to log.
 func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch string, apply bool, now time.Time, log io.Writer) (string, error) {
-	ins, warnings, err := deeplearn.Collect(ctx, st, f, now)
+	ps, warnings, err := deeplearn.MineTree(ctx, st, f, now)
 	if err != nil {
 		return "", err
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(log, "pem: skipped: %s\n", w)
 	}
-	ps := deeplearn.MineAll(ins)
 	report := deeplearn.Report(ps, now)
 	var changed []deeplearn.Proposal
 	for _, p := range ps {
