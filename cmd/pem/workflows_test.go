@@ -21,7 +21,7 @@ func TestWorkflowsLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ci.yml", "pem-consolidate.yml", "pem-check.yml"} {
+	for _, want := range []string{"ci.yml", "pem-consolidate.yml", "pem-check.yml", "pem-deep-learn.yml"} {
 		found := false
 		for _, f := range files {
 			found = found || filepath.Base(f) == want
@@ -64,6 +64,7 @@ func TestWorkflowsRunPem(t *testing.T) {
 		"ci.yml":              {"make test", "go-version: \"1.26\""},
 		"pem-consolidate.yml": {"schedule:", "consolidate", "diff \"$BEFORE\" HEAD --format markdown", "gh pr create"},
 		"pem-check.yml":       {"pull_request:", "check --pr \"origin/$BASE_REF\""},
+		"pem-deep-learn.yml":  {"schedule:", "deep-learn --branch", "gh pr create"},
 	} {
 		text := read(name)
 		for _, w := range wants {
@@ -74,7 +75,7 @@ func TestWorkflowsRunPem(t *testing.T) {
 	}
 	// The flags they use exist.
 	app, _ := newApp(nil, &bytes.Buffer{}, &bytes.Buffer{})
-	flags := map[string][]string{"diff": {"format"}, "check": {"pr"}}
+	flags := map[string][]string{"diff": {"format"}, "check": {"pr"}, "deep-learn": {"branch"}}
 	for cmd, names := range flags {
 		var c = app.Command(cmd)
 		if c == nil {
