@@ -182,20 +182,11 @@ func Run(ctx context.Context, cfg RunConfig) (*RunResult, error) {
 			r.cfg.Intent = r.cfg.Intent[:engine.MaxIntent]
 		}
 	}
-	// A copy of the engine that also scrubs this run's secrets, so parallel
-	// runs never share or race on the map.
-	eng := *cfg.Engine
+	// An engine that also scrubs this run's secrets, so parallel runs never
+	// share or race on the map.
 	if len(cfg.Secrets) > 0 {
-		merged := map[string]string{}
-		for k, v := range cfg.Engine.Secrets {
-			merged[k] = v
-		}
-		for k, v := range cfg.Secrets {
-			merged[k] = v
-		}
-		eng.Secrets = merged
+		r.cfg.Engine = cfg.Engine.WithSecrets(cfg.Secrets)
 	}
-	r.cfg.Engine = &eng
 	return r.do(ctx)
 }
 

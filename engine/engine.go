@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,10 +19,46 @@ type Engine struct {
 	Rand    io.Reader         // ids; nil means crypto/rand
 	Writer  string            // who writes traces (host or user), recorded in each trace
 	Secrets map[string]string // declared secrets: name → value, never stored
+
+	mu        sync.Mutex
+	traceKeys map[string]string // trace id → intent key; traces never change
+}
+
+// maxTraceKeys bounds the memo of trace intent keys (about 100 bytes each).
+const maxTraceKeys = 1 << 20
+
+func (e *Engine) traceKey(id string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k, ok := e.traceKeys[id]
+	return k, ok
+}
+
+func (e *Engine) rememberTraceKey(id, key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.traceKeys == nil || len(e.traceKeys) >= maxTraceKeys {
+		e.traceKeys = map[string]string{}
+	}
+	e.traceKeys[id] = key
 }
 
 // New returns an Engine over s with the real clock.
 func New(s Store) *Engine { return &Engine{Store: s} }
+
+// WithSecrets returns an Engine over the same store, clock and writer that also
+// redacts the given secrets (name → value) in what it saves. e is unchanged, so
+// concurrent runs with different secrets never share a map.
+func (e *Engine) WithSecrets(extra map[string]string) *Engine {
+	merged := make(map[string]string, len(e.Secrets)+len(extra))
+	for k, v := range e.Secrets {
+		merged[k] = v
+	}
+	for k, v := range extra {
+		merged[k] = v
+	}
+	return &Engine{Store: e.Store, Now: e.Now, Rand: e.Rand, Writer: e.Writer, Secrets: merged}
+}
 
 func (e *Engine) now() time.Time {
 	if e.Now != nil {
@@ -255,8 +292,12 @@ type entry struct {
 
 // domainEntries gathers a domain's entries from facts, experience and the
 // traces consolidation has not folded yet. It reads only that domain's files.
-func (e *Engine) domainEntries(ctx context.Context, domain string) (map[string]*entry, []string, error) {
+// With only set, it gathers that one intent key and reads nothing of the
+// others: traces folded into other entries are recognised by the engine's
+// memo of trace id → intent key (traces are immutable, so it never goes stale).
+func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[string]*entry, []string, error) {
 	var warnings []string
+	want := func(k string) bool { return only == "" || k == only }
 	entries := map[string]*entry{}
 	get := func(k string) *entry {
 		en := entries[k]
@@ -272,6 +313,9 @@ func (e *Engine) domainEntries(ctx context.Context, domain string) (map[string]*
 		return nil, nil, err
 	}
 	for _, k := range xkeys {
+		if !want(k) {
+			continue
+		}
 		x, err := e.Store.Experience(ctx, domain, k)
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
@@ -293,6 +337,9 @@ func (e *Engine) domainEntries(ctx context.Context, domain string) (map[string]*
 		return nil, nil, err
 	}
 	for _, k := range fkeys {
+		if !want(k) {
+			continue
+		}
 		f, err := e.Store.Facts(ctx, domain, k)
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
@@ -316,6 +363,11 @@ func (e *Engine) domainEntries(ctx context.Context, domain string) (map[string]*
 		if folded[ref.ID] {
 			continue
 		}
+		if only != "" {
+			if k, ok := e.traceKey(ref.ID); ok && k != only {
+				continue
+			}
+		}
 		t, err := e.Store.Trace(ctx, ref)
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) {
@@ -323,6 +375,10 @@ func (e *Engine) domainEntries(ctx context.Context, domain string) (map[string]*
 				continue
 			}
 			return nil, nil, err
+		}
+		e.rememberTraceKey(t.ID, t.IntentKey)
+		if !want(t.IntentKey) {
+			continue
 		}
 		en := get(t.IntentKey)
 		if en.intent == "" {
@@ -354,9 +410,21 @@ func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, err
 	if err != nil {
 		return nil, err
 	}
-	entries, warnings, err := e.domainEntries(ctx, n.Domain)
-	if err != nil {
-		return nil, err
+	// The exact intent first, reading only its own files; the whole domain
+	// only when that finds nothing (word overlap needs every intent).
+	var entries map[string]*entry
+	var warnings []string
+	if strings.TrimSpace(intent) != "" {
+		entries, warnings, err = e.domainEntries(ctx, n.Domain, IntentKey(intent))
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(entries) == 0 {
+		entries, warnings, err = e.domainEntries(ctx, n.Domain, "")
+		if err != nil {
+			return nil, err
+		}
 	}
 	en, why := pick(entries, n, intent)
 	if en == nil {
@@ -395,7 +463,7 @@ func (e *Engine) recallKey(ctx context.Context, domain, key, _ string) (*Recall,
 	if err != nil {
 		return nil, err
 	}
-	entries, _, err := e.domainEntries(ctx, domain)
+	entries, _, err := e.domainEntries(ctx, domain, key)
 	if err != nil {
 		return nil, err
 	}
@@ -636,7 +704,7 @@ func (e *Engine) List(ctx context.Context, req ListRequest) (*ListResult, error)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		entries, warnings, err := e.domainEntries(ctx, d)
+		entries, warnings, err := e.domainEntries(ctx, d, "")
 		if err != nil {
 			return nil, err
 		}

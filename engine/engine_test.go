@@ -540,6 +540,9 @@ func TestCorruptRecordsWarn(t *testing.T) {
 		t.Errorf("corrupt facts: %+v", r)
 	}
 	st.corrupt["traces/github.com/"+t0.Format("2006-01-02")+"/"+res.ID] = true
+	// A new process (no memo of which entry the trace belongs to) reads it,
+	// finds it corrupt, says so, and still answers.
+	e = testEngine(st, t0)
 	r = query(t, e, "https://github.com/pemdev/pem", "forks")
 	if r.Tier == engine.P5 || !containsSub(r.Warnings, res.ID) {
 		t.Errorf("corrupt trace: %+v", r)
