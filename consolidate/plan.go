@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pemdev/pem/deeplearn"
 	"github.com/pemdev/pem/engine"
 )
 
@@ -411,14 +412,16 @@ func frozen(f *engine.Facts) bool {
 	return f.Status == engine.Verified || f.Status == engine.Contested || f.Status == engine.Retired
 }
 
-// latestRoute is the newest successful trace among the new ones when it is
+// latestRoute is the newest successful, unflagged trace among the new ones when it is
 // newer than every success already folded (base); else nil: the route on
 // record is the latest.
 // When none is on record (any), the newest new success is taken regardless.
 func latestRoute(fresh []*engine.Trace, base *engine.Experience, any bool) *engine.Trace {
 	var best *engine.Trace
 	for _, t := range fresh {
-		if t.Outcome != engine.Success || !hasRoute(t) {
+		// A run whose page text looks like a prompt injection never
+		// becomes the route (the same rule deep-learn applies).
+		if t.Outcome != engine.Success || !hasRoute(t) || deeplearn.Injection(t) != "" {
 			continue
 		}
 		if best == nil || t.StartedAt.After(best.StartedAt) || t.StartedAt.Equal(best.StartedAt) && t.ID > best.ID {
@@ -452,6 +455,27 @@ func derive(f *engine.Facts, x *engine.Experience, route *engine.Trace, fresh []
 	}
 	if route != nil {
 		steps, sels := routeOf(route, x.Selectors)
+		// A parameter the entry already has (deep-learn saw the value vary,
+		// or a reviewer said so) stays a parameter: the latest run's value
+		// is never baked back into the route.
+		if len(f.Steps) == len(steps) {
+			for i := range steps {
+				if old := f.Steps[i]; old.Param != "" && old.Action == steps[i].Action && steps[i].Param == "" {
+					steps[i].Param, steps[i].Value = old.Param, ""
+					if steps[i].Action == "navigate" {
+						steps[i].URL = old.URL
+					}
+				}
+			}
+		}
+		// Fallbacks ranked earlier (by deep-learn or a reviewer) stay behind
+		// the ones this run showed, when the primary is unchanged.
+		for name, s := range sels {
+			if old, ok := f.Selectors[name]; ok && old.Primary == s.Primary {
+				s.Fallbacks = mergeStrings(s.Fallbacks, old.Fallbacks)
+				sels[name] = s
+			}
+		}
 		f.Steps = steps
 		// Selectors this tree observed in runs are managed here; names whose
 		// selector no run used (a hand edit, a patch) are kept as they are.
