@@ -20,7 +20,5 @@
 // threshold comes from engine.Policy (pem.yaml).
 //
 // consolidate imports engine, store and the standard library (plus
-// robfig/cron for scheduling), and deeplearn's pure Injection check only, so
-// that one rule keeps a poisoned run out of both the consolidated route and
-// deep-learn's proposals; never agent.
+// robfig/cron for scheduling); never agent or deeplearn.
 package consolidate

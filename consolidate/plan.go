@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pemdev/pem/deeplearn"
 	"github.com/pemdev/pem/engine"
 )
 
@@ -420,8 +419,8 @@ func latestRoute(fresh []*engine.Trace, base *engine.Experience, any bool) *engi
 	var best *engine.Trace
 	for _, t := range fresh {
 		// A run whose page text looks like a prompt injection never
-		// becomes the route (the same rule deep-learn applies).
-		if t.Outcome != engine.Success || !hasRoute(t) || deeplearn.Injection(t) != "" {
+		// becomes the route (engine.Injection: the rule deep-learn applies too).
+		if t.Outcome != engine.Success || !hasRoute(t) || engine.Injection(t) != "" {
 			continue
 		}
 		if best == nil || t.StartedAt.After(best.StartedAt) || t.StartedAt.Equal(best.StartedAt) && t.ID > best.ID {

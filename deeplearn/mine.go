@@ -973,7 +973,7 @@ func hints(ts []*engine.Trace) []hint {
 // safeSelector accepts a selector for use inside pem's sentences: one short
 // line that reads as no instruction.
 func safeSelector(s string) bool {
-	return s != "" && len(s) <= 200 && !strings.ContainsAny(s, "\n\r\t\x00`") && injectionRe.FindStringIndex(s) == nil
+	return s != "" && len(s) <= 200 && !strings.ContainsAny(s, "\n\r\t\x00`") && engine.InjectedText(s) == ""
 }
 
 // extraction returns the most common extract step of successful runs — its
@@ -1148,44 +1148,7 @@ func clip[T any](s []T) []T {
 	return append(make([]T, 0, len(s)), s...)
 }
 
-var injectionRe = regexp.MustCompile(`(?i)(ignore (all |any |the )?(previous|prior|above|earlier) (instructions|prompts?|messages?)|disregard (the |all |any )?(previous|prior|above)|forget (all |your )?(previous |prior )?instructions|you are now|new instructions:|(reveal|print|show|output|repeat) (your |the )?system prompt|^\s*#{1,6}\s|\n\s*#{1,6}\s|</?(system|assistant|user|tool_call|tool_use|function_call|function_calls|invoke|memory)\b[^>]*>|"(tool|tool_name|function_call|tool_calls)"\s*:|\{\{secret:|` + "```" + `)`)
-
 // Injection reports why a trace's page-derived text looks like a prompt
-// injection ("" when it does not): instruction overrides, text that would
-// close or open a Memory block or a heading, tool-call look-alikes. It reads
-// the answer, the final title, the extracted values, the steps' results, and
-// the selectors (a selector can quote page text).
-func Injection(t *engine.Trace) string {
-	check := func(where, s string) string {
-		if m := injectionRe.FindString(s); m != "" {
-			return fmt.Sprintf("%s contains %q", where, strings.TrimSpace(m))
-		}
-		return ""
-	}
-	if w := check("answer", t.Result.Answer); w != "" {
-		return w
-	}
-	if w := check("final title", t.Result.FinalTitle); w != "" {
-		return w
-	}
-	keys := make([]string, 0, len(t.Result.Extracted))
-	for k := range t.Result.Extracted {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if w := check("extracted "+k, k+"\n"+t.Result.Extracted[k]); w != "" {
-			return w
-		}
-	}
-	for i, s := range t.Steps {
-		if w := check(fmt.Sprintf("step %d result", i+1), s.Result); w != "" {
-			return w
-		}
-		sel := strings.Join(append([]string{s.Selector}, s.Fallbacks...), "\n")
-		if w := check(fmt.Sprintf("step %d selector", i+1), strings.ReplaceAll(sel, "{{secret:", "")); w != "" {
-			return w
-		}
-	}
-	return ""
-}
+// injection ("" when it does not). The rule is engine.Injection, shared with
+// the engine's answer from unconsolidated traces and with consolidation.
+func Injection(t *engine.Trace) string { return engine.Injection(t) }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/pemdev/pem/engine"
 )
 
 // Rephraser rewords one interaction hint (a model pass: an adapter over the
@@ -79,7 +81,7 @@ func rewordingProblem(hint, out string) string {
 		return fmt.Sprintf("is longer than %d characters", MaxHintChars)
 	case strings.ContainsAny(out, "\n\r`"):
 		return "is not one plain line"
-	case injectionRe.MatchString(out):
+	case engine.InjectedText(out) != "":
 		return "reads like an instruction injection"
 	}
 	want, got := quotedRe.FindAllString(hint, -1), quotedRe.FindAllString(out, -1)

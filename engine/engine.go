@@ -603,7 +603,7 @@ func (e *Engine) recall(en *entry, n NormalizedURL, p Policy) *Recall {
 	if len(r.Steps) == 0 {
 		// Not consolidated yet: the latest successful route on hand.
 		for i := len(en.pending) - 1; i >= 0; i-- {
-			if t := en.pending[i]; t.Outcome == Success && len(t.Steps) > 0 {
+			if t := en.pending[i]; t.Outcome == Success && len(t.Steps) > 0 && Injection(t) == "" {
 				r.Steps = append(r.Steps, t.Steps...)
 				if r.Source == "" {
 					r.Source = "traces"
