@@ -154,13 +154,29 @@ func TestBadFilesInTree(t *testing.T) {
 	if got := mustRead(t, filepath.Join(dir, "facts", "example.com", "anchor.yaml")); !bytes.Equal(got, mustRead(t, "testdata/bad/anchor.yaml")) {
 		t.Error("a bad file was rewritten")
 	}
-	// The engine still answers for the good entry, with warnings for the bad.
-	r, err := engine.New(s).Query(ctx, "https://example.com/a/b", "forks")
+	// The engine still answers for the good entry (reading only its own
+	// files), and a look over the whole domain warns of every bad file.
+	eng := engine.New(s)
+	r, err := eng.Query(ctx, "https://example.com/a/b", "forks")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.IntentKey != "forks" || len(r.Warnings) < len(bad) {
-		t.Errorf("Query next to bad files = %s with %d warnings; want forks and a warning per bad file", r.IntentKey, len(r.Warnings))
+	if r.IntentKey != "forks" {
+		t.Errorf("Query next to bad files = %s; want forks", r.IntentKey)
+	}
+	l, err := eng.List(ctx, engine.ListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Total != 1 || len(l.Warnings) < len(bad) {
+		t.Errorf("List next to bad files = %d entries, %d warnings; want 1 and a warning per bad file", l.Total, len(l.Warnings))
+	}
+	r, err = eng.Query(ctx, "https://example.com/a/b", "anchor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Warnings) == 0 || !strings.Contains(strings.Join(r.Warnings, " "), "anchor.yaml") {
+		t.Errorf("Query of a bad entry: warnings %q, want one naming anchor.yaml", r.Warnings)
 	}
 	errs := s.Check(ctx)
 	if len(errs) != len(bad)+1 {
