@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pemdev/pem/engine"
@@ -158,10 +157,6 @@ func (e *Entry) checkBase(ctx context.Context, st engine.Store) error {
 	return nil
 }
 
-// writeWorkers is how many entries apply writes at once: the store fsyncs
-// every file, and disks overlap concurrent syncs.
-const writeWorkers = 8
-
 // testHookWrite runs after each file apply writes or deletes; the kill test
 // slows writes with it to widen the window it kills in.
 var testHookWrite = func() {}
@@ -184,41 +179,35 @@ func apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options, 
 			return err
 		}
 	}
-	// Entries are independent: write them on several workers (the writes
-	// are fsync-bound). Within an entry, facts go before experience.
-	var mu sync.Mutex
-	done := 0
-	err := parallelN(ctx, len(plan.Entries), writeWorkers, func(i int) error {
-		e := plan.Entries[i]
-		var paths []string
+	// One batch: every file goes to an fsynced temporary file first, then
+	// all facts are renamed into place (their directories fsynced), then all
+	// experience — so each entry's facts are durable before its experience
+	// (store.PutRecords).
+	var facts []*engine.Facts
+	var exps []*engine.Experience
+	for _, e := range plan.Entries {
 		if e.Facts != nil {
-			p, err := st.PutFacts(ctx, e.Facts)
-			if err != nil {
-				return fmt.Errorf("writing facts %s: %w", e.Key, err)
-			}
-			paths = append(paths, p)
-			testHookWrite()
+			facts = append(facts, e.Facts)
 		}
 		if e.Experience != nil {
-			p, err := st.PutExperience(ctx, e.Experience)
-			if err != nil {
-				return fmt.Errorf("writing experience %s: %w", e.Key, err)
-			}
-			paths = append(paths, p)
-			testHookWrite()
+			exps = append(exps, e.Experience)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		res.Written = append(res.Written, paths...)
+	}
+	total, done := len(facts)+len(exps), 0
+	written, err := st.PutRecords(ctx, facts, exps, func(string) {
 		done++
-		if opts.Progress != nil && (done%250 == 0 || done == len(plan.Entries)) {
-			opts.Progress("write", done, len(plan.Entries))
+		if opts.Progress != nil && done%250 == 0 && done < total {
+			opts.Progress("write", done, total)
 		}
-		return nil
+		testHookWrite()
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("writing the consolidation (the next run completes it): %w", err)
 	}
+	if opts.Progress != nil && total > 0 {
+		opts.Progress("write", total, total) // unchanged files are not placed
+	}
+	res.Written = append(res.Written, written...)
 	sort.Strings(res.Written)
 	for _, ref := range plan.Expire {
 		if err := st.DeleteTrace(ctx, ref); err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // Progress is told how far a long stage is: "read" (new traces decoded) and
-// "write" (entries written). total may be 0 when unknown.
+// "write" (experience and facts files written or found unchanged). total may be 0 when unknown.
 type Progress func(stage string, done, total int)
 
 // LoadOptions configure Load.

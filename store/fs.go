@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -10,7 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/pemdev/pem/engine"
@@ -47,8 +50,44 @@ func (s *Store) noSymlinks(rel string) error {
 	return nil
 }
 
+// errNoOpenat2 means openNoLinks is unavailable here: use the portable path.
+var errNoOpenat2 = errors.New("openat2 unavailable")
+
+// rootFD is a descriptor of the tree's directory for openNoLinks.
+func (s *Store) rootFD() (int, error) {
+	s.dirOnce.Do(func() {
+		s.dirFile, s.dirErr = os.Open(s.dir)
+	})
+	if s.dirErr != nil {
+		return -1, s.dirErr
+	}
+	return int(s.dirFile.Fd()), nil
+}
+
+// openChecked opens rel with openNoLinks and maps its errors to the
+// store's: a symlink on the way is ErrUnsafePath, as is an escape.
+func (s *Store) openChecked(rel string, dir bool) (*os.File, error) {
+	f, err := s.openNoLinks(rel, dir)
+	switch {
+	case err == nil, errors.Is(err, errNoOpenat2):
+		return f, err
+	case isLinkErr(err):
+		return nil, fmt.Errorf("%w: %s or one of its parents is a symbolic link; pem refuses links inside the tree: replace it with a plain file or directory", engine.ErrUnsafePath, rel)
+	case isEscapeErr(err):
+		return nil, fmt.Errorf("%w: %s leaves the tree", engine.ErrUnsafePath, rel)
+	}
+	return nil, err
+}
+
 // readFile reads a regular file of at most max bytes inside the tree.
 func (s *Store) readFile(rel string, max int64) ([]byte, fs.FileInfo, error) {
+	if f, err := s.openChecked(rel, false); !errors.Is(err, errNoOpenat2) {
+		if err != nil {
+			return nil, nil, err
+		}
+		defer f.Close()
+		return readOpen(f, rel, max)
+	}
 	if err := s.noSymlinks(rel); err != nil {
 		return nil, nil, err
 	}
@@ -70,6 +109,19 @@ func (s *Store) readFile(rel string, max int64) ([]byte, fs.FileInfo, error) {
 	}
 	if !os.SameFile(fi, lfi) {
 		return nil, nil, fmt.Errorf("%w: %s changed while it was opened (a link swapped in?)", engine.ErrUnsafePath, rel)
+	}
+	return readOpen(f, rel, max)
+}
+
+// readOpen reads the open file f (rel) whole, refusing what is not a
+// regular file or is over max bytes.
+func readOpen(f *os.File, rel string, max int64) ([]byte, fs.FileInfo, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file", engine.ErrUnsafePath, rel)
 	}
 	if fi.Size() > max {
 		return nil, fi, fmt.Errorf("%w: %d bytes, the cap is %d", errTooBig, fi.Size(), max)
@@ -238,4 +290,314 @@ func (s *Store) replaceFile(rel string, data []byte, max int64) (bool, error) {
 		return false, fmt.Errorf("renaming %s into place: %w", rel, err)
 	}
 	return true, s.syncDir(dir)
+}
+
+// readDir lists dir (whose Lstat, through the root, is lfi: a directory),
+// sorted by name, skipping hidden names. It opens the directory by its
+// absolute path and checks it is the very directory the confined Lstat
+// found — a directory opened through an os.Root lstats every entry it
+// lists (one system call per name), one opened plainly takes the types
+// from the listing. With checkParents, dir's parents are checked for
+// symlinks first, as rawList does.
+func (s *Store) readDir(dir string, lfi fs.FileInfo, checkParents bool) ([]dirent, error) {
+	if checkParents {
+		if err := s.noSymlinks(dir); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.Open(s.abs(dir))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !os.SameFile(fi, lfi) {
+		return nil, fmt.Errorf("%w: %s changed while it was opened (a link swapped in?)", engine.ErrUnsafePath, dir)
+	}
+	return listOpen(f, dir)
+}
+
+// listOpen lists the open directory f (dir) sorted by name, skipping hidden
+// names (temporary files, .gitkeep).
+func listOpen(f *os.File, dir string) ([]dirent, error) {
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	out := make([]dirent, 0, len(des))
+	for _, de := range des {
+		if !strings.HasPrefix(de.Name(), ".") {
+			out = append(out, dirent{name: de.Name(), typ: de.Type()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
+}
+
+// fileWrite is one file of a batch: its place, bytes and, once written,
+// its temporary file.
+type fileWrite struct {
+	rel, name string // name: base name in its directory
+	data      []byte
+	max       int64
+	dir       *batchDir
+	tmp       string // base name of the fsynced temporary file, "" if unchanged
+}
+
+// batchDir is one directory of a batch, opened once as its own root so
+// that every file operation in it is a single openat-family call instead
+// of a walk from the tree's root.
+type batchDir struct {
+	rel  string
+	root *os.Root
+}
+
+// openBatchDir creates dir (and parents) as mkdirs does, refuses symlinks
+// on the way, and opens it as a root.
+func (s *Store) openBatchDir(dir string) (*batchDir, error) {
+	if err := s.mkdirs(dir); err != nil {
+		return nil, err
+	}
+	if err := s.noSymlinks(dir); err != nil {
+		return nil, err
+	}
+	lfi, err := s.root.Lstat(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.root.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dir, err)
+	}
+	fi, err := r.Stat(".")
+	if err == nil && !os.SameFile(fi, lfi) {
+		err = fmt.Errorf("%w: %s changed while it was opened (a link swapped in?)", engine.ErrUnsafePath, dir)
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return &batchDir{rel: dir, root: r}, nil
+}
+
+// unchanged reports whether w's file already holds w's bytes.
+func (w *fileWrite) unchanged() (bool, error) {
+	r := w.dir.root
+	lfi, err := r.Lstat(w.name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case lfi.Mode()&fs.ModeSymlink != 0:
+		return false, unsafeSymlink(w.rel)
+	case !lfi.Mode().IsRegular() || lfi.Size() != int64(len(w.data)):
+		return false, nil
+	}
+	f, err := r.Open(w.name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if !os.SameFile(fi, lfi) {
+		return false, fmt.Errorf("%w: %s changed while it was opened (a link swapped in?)", engine.ErrUnsafePath, w.rel)
+	}
+	old, err := io.ReadAll(io.LimitReader(f, w.max+1))
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(old, w.data), nil
+}
+
+// writeTemp writes w's bytes to a new temporary file in its directory and
+// fsyncs it (same naming as Store.writeTemp).
+func (w *fileWrite) writeTemp() error {
+	r := w.dir.root
+	for attempt := 0; ; attempt++ {
+		var rnd [6]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return err
+		}
+		tmp := "." + strings.TrimSuffix(w.name, yamlExt) + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+		f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", w.dir.rel+"/"+tmp, err)
+		}
+		_, err = f.Write(w.data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = r.Remove(tmp)
+			return fmt.Errorf("writing %s: %w", w.dir.rel+"/"+tmp, err)
+		}
+		w.tmp = tmp
+		return nil
+	}
+}
+
+func (d *batchDir) sync() error {
+	f, err := d.root.Open(".")
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", d.rel, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", d.rel, err)
+	}
+	return nil
+}
+
+// syncWorkers is how many fsyncs a batch keeps in flight: the file system
+// commits concurrent syncs together (one journal commit for many files).
+const syncWorkers = 32
+
+// forEach runs fn(0..n-1) on up to workers goroutines and returns the
+// first error; after an error no new call starts.
+func forEach(n, workers int, fn func(i int) error) error {
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			if err := fn(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  int
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if first != nil || next >= n {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// writeGroups writes files atomically in groups, each group in place
+// (and durable) before the next one starts: every changed file of every
+// group goes to an fsynced temporary file first, then the groups in order
+// are renamed into place and their directories fsynced, once per
+// directory. A file that already holds its bytes is left alone (bytes and
+// mtime). placed is called after each rename. It returns whether each
+// file was written, group by group. A failure leaves the groups before
+// the failing one in place, and removes the temporary files not renamed.
+func (s *Store) writeGroups(ctx context.Context, groups [][]*fileWrite, placed func(rel string)) error {
+	dirs := map[string]*batchDir{}
+	defer func() {
+		for _, d := range dirs {
+			d.root.Close()
+		}
+	}()
+	var all []*fileWrite
+	for _, g := range groups {
+		for _, w := range g {
+			dir, name := path.Split(w.rel)
+			dir = strings.TrimSuffix(dir, "/")
+			d := dirs[dir]
+			if d == nil {
+				var err error
+				if d, err = s.openBatchDir(dir); err != nil {
+					return err
+				}
+				dirs[dir] = d
+			}
+			w.dir, w.name = d, name
+			all = append(all, w)
+		}
+	}
+	defer func() {
+		for _, w := range all {
+			if w.tmp != "" {
+				_ = w.dir.root.Remove(w.tmp)
+			}
+		}
+	}()
+	err := forEach(len(all), syncWorkers, func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		w := all[i]
+		same, err := w.unchanged()
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", w.rel, err)
+		}
+		if same {
+			return nil
+		}
+		return w.writeTemp()
+	})
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		synced := map[*batchDir]bool{}
+		var toSync []*batchDir
+		for _, w := range g {
+			if w.tmp == "" {
+				continue
+			}
+			if err := w.dir.root.Rename(w.tmp, w.name); err != nil {
+				return fmt.Errorf("renaming %s into place: %w", w.rel, err)
+			}
+			w.tmp = ""
+			if !synced[w.dir] {
+				synced[w.dir] = true
+				toSync = append(toSync, w.dir)
+			}
+			if placed != nil {
+				placed(w.rel)
+			}
+		}
+		if err := forEach(len(toSync), syncWorkers, func(i int) error { return toSync[i].sync() }); err != nil {
+			return err
+		}
+	}
+	return nil
 }

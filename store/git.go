@@ -241,31 +241,51 @@ func CommitSeries(ctx context.Context, dir string, reqs []CommitRequest, sig Sig
 		baseTree = c.TreeHash
 	}
 
-	out := make([]string, len(reqs))
+	// Read and hash every path once, several at a time (I/O and SHA-1).
 	staged := map[string]*fileState{} // repo path → state, for the index
-	tip := parent
+	reqPaths := make([][]string, len(reqs))
+	var all []string
 	for i, req := range reqs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		changes := map[string]*fileState{}
 		for _, p := range req.Paths {
 			rp, err := r.repoPath(p)
 			if err != nil {
 				return nil, err
 			}
-			if _, ok := changes[rp]; ok {
-				continue
+			reqPaths[i] = append(reqPaths[i], rp)
+			if _, ok := staged[rp]; !ok {
+				staged[rp] = nil
+				all = append(all, rp)
 			}
-			fsx, ok := staged[rp]
-			if !ok {
-				fsx, err = r.readFile(rp)
-				if err != nil {
-					return nil, err
-				}
-				staged[rp] = fsx
-			}
-			changes[rp] = fsx
+		}
+	}
+	states := make([]*fileState, len(all))
+	if err := forEach(len(all), commitWorkers, func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		states[i], err = r.readFile(all[i])
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	for i, rp := range all {
+		staged[rp] = states[i]
+	}
+
+	// Build the trees and commits in memory; the objects are written
+	// together below, blobs before the trees and commits that name them.
+	r.deferWrites = true
+	out := make([]string, len(reqs))
+	tip := parent
+	for i := range reqs {
+		req := reqs[i]
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		changes := map[string]*fileState{}
+		for _, rp := range reqPaths[i] {
+			changes[rp] = staged[rp]
 		}
 		newTree, err := r.applyTree(baseTree, changes)
 		if err != nil {
@@ -288,6 +308,9 @@ func CommitSeries(ctx context.Context, dir string, reqs []CommitRequest, sig Sig
 			return nil, fmt.Errorf("writing commit object in %s: %w", r.gitDir, err)
 		}
 		tip, baseTree, out[i] = h, newTree, h.String()
+	}
+	if err := r.flush(); err != nil {
+		return nil, err
 	}
 	if len(staged) > 0 {
 		if err := r.updateIndex(staged); err != nil {
@@ -337,7 +360,10 @@ type repo struct {
 	common  string // where objects and refs live (== gitDir unless a linked worktree)
 	st      *filesystem.Storage
 	trees   map[plumbing.Hash]*object.Tree
-	written map[plumbing.Hash]bool
+	written map[plumbing.Hash]bool // written, or queued in pending
+	// deferWrites queues objects in pending until flush (CommitSeries).
+	deferWrites bool
+	pending     []pendingObject
 }
 
 func canonicalDir(dir string) (string, error) {
@@ -593,6 +619,7 @@ func (r *repo) writeTree(entries []object.TreeEntry) (plumbing.Hash, bool, error
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("writing tree in %s: %w", r.gitDir, err)
 	}
+	r.trees[h] = t // a later commit of a series builds on it, maybe before it is written
 	return h, len(entries) == 0, nil
 }
 
@@ -636,27 +663,90 @@ func (r *repo) writeBlob(st *fileState) error {
 	return nil
 }
 
-// writeObject writes a loose object unless it exists: compressed into a
-// tmp_obj_ file (which git's fsck and gc know as temporary) and renamed, so a
-// killed process never leaves a torn object.
+// commitWorkers is how many files a commit reads, and objects it writes, at
+// once: the work is system calls and zlib, which overlap.
+const commitWorkers = 8
+
+// pendingObject is an object to write when the repo defers writes.
+type pendingObject struct {
+	typ  plumbing.ObjectType
+	hash plumbing.Hash
+	data []byte
+}
+
+// writeObject writes a loose object unless it exists (see storeObject), or,
+// when writes are deferred, queues it for flush.
 func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := plumbing.ComputeHash(typ, data)
 	if r.written[h] {
 		return h, nil
 	}
+	if r.deferWrites {
+		r.written[h] = true
+		r.pending = append(r.pending, pendingObject{typ, h, data})
+		return h, nil
+	}
+	if err := r.storeObject(typ, h, data); err != nil {
+		return h, err
+	}
+	r.written[h] = true
+	return h, nil
+}
+
+// flush writes the queued objects: as one pack when there are many
+// (gitpack.go), else as loose objects, several at a time, all blobs first,
+// then the trees and commits, so no object names one that is not written yet.
+func (r *repo) flush() error {
+	if len(r.pending) >= packMinObjects {
+		err := r.writePack(r.pending)
+		if err == nil {
+			r.pending = nil
+			return nil
+		}
+		if !errors.Is(err, errPackTooLarge) {
+			return fmt.Errorf("writing a pack of %d objects in %s: %w", len(r.pending), r.gitDir, err)
+		}
+	}
+	var blobs, rest []pendingObject
+	for _, o := range r.pending {
+		if o.typ == plumbing.BlobObject {
+			blobs = append(blobs, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	r.pending = nil
+	for _, batch := range [][]pendingObject{blobs, rest} {
+		err := forEach(len(batch), commitWorkers, func(i int) error {
+			o := batch[i]
+			if err := r.storeObject(o.typ, o.hash, o.data); err != nil {
+				return fmt.Errorf("writing %s %s in %s: %w", o.typ, o.hash, r.gitDir, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storeObject writes a loose object unless it exists: compressed into a
+// tmp_obj_ file (which git's fsck and gc know as temporary) and renamed, so a
+// killed process never leaves a torn object. Safe for concurrent use.
+func (r *repo) storeObject(typ plumbing.ObjectType, h plumbing.Hash, data []byte) error {
 	hex := h.String()
 	dir := filepath.Join(r.common, "objects", hex[:2])
 	final := filepath.Join(dir, hex[2:])
 	if _, err := os.Stat(final); err == nil {
-		r.written[h] = true
-		return h, nil
+		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return h, err
+		return err
 	}
 	f, err := os.CreateTemp(dir, "tmp_obj_")
 	if err != nil {
-		return h, err
+		return err
 	}
 	tmp := f.Name()
 	zw := zlibPool.Get().(*zlib.Writer)
@@ -677,10 +767,9 @@ func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return h, err
+		return err
 	}
-	r.written[h] = true
-	return h, nil
+	return nil
 }
 
 var zlibPool = sync.Pool{New: func() any {
@@ -781,9 +870,15 @@ func (r *repo) withLock(file string, write func(*os.File) error) error {
 }
 
 // updateIndex sets the index entries of the given paths to their files (or
-// removes them) and writes the index through index.lock.
+// removes them) and writes the index through index.lock: as bytes
+// (gitindex.go) when it can, else with go-git's index codec.
 func (r *repo) updateIndex(files map[string]*fileState) error {
 	file := filepath.Join(r.gitDir, "index")
+	if rawIndex {
+		if err := r.writeIndexRaw(file, files); !errors.Is(err, errIndexFallback) {
+			return err
+		}
+	}
 	idx := &index.Index{Version: 2}
 	if f, err := os.Open(file); err == nil {
 		err = index.NewDecoder(bufio.NewReaderSize(f, 1<<16)).Decode(idx)

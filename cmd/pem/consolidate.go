@@ -116,7 +116,7 @@ func progressPrinter(w io.Writer) consolidate.Progress {
 		case "read":
 			fmt.Fprintf(w, "folded %d/%d traces\n", done, total)
 		case "write":
-			fmt.Fprintf(w, "wrote %d/%d entries\n", done, total)
+			fmt.Fprintf(w, "wrote %d/%d files\n", done, total)
 		default:
 			fmt.Fprintf(w, "%s %d/%d\n", stage, done, total)
 		}
