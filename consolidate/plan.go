@@ -249,7 +249,9 @@ func Plan(now time.Time, in Input) *Changeset {
 		}
 		x := work[k]
 		if x == nil {
-			x = cloneExperience(in.Experience[k])
+			if x = in.Experience[k].Clone(); x == nil {
+				x = &engine.Experience{}
+			}
 			work[k] = x
 		}
 		x.Fold(t)
@@ -356,7 +358,7 @@ func planEntry(now time.Time, p engine.Policy, k Key, base, x *engine.Experience
 			Reason: fmt.Sprintf("first successful run; route of %d steps from trace %s, %d selectors, url patterns %s",
 				len(f.Steps), route.ID, len(f.Selectors), strings.Join(f.URLPatterns, " "))})
 	default:
-		f = cloneFacts(f0)
+		f = f0.Clone()
 		if !frozen(f0) && len(fresh) > 0 {
 			derive(f, x, route, fresh)
 			dirty = !sameFacts(f, f0)
@@ -724,65 +726,6 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func cloneExperience(x *engine.Experience) *engine.Experience {
-	if x == nil {
-		return &engine.Experience{}
-	}
-	c := *x
-	c.TaskTypes = append([]string(nil), x.TaskTypes...)
-	c.Evidence = append([]engine.Evidence(nil), x.Evidence...)
-	if x.ByCategory != nil {
-		c.ByCategory = map[engine.FailureCategory]int{}
-		for k, v := range x.ByCategory {
-			c.ByCategory[k] = v
-		}
-	}
-	if x.Patterns != nil {
-		c.Patterns = map[string]*engine.Counts{}
-		for k, v := range x.Patterns {
-			vv := *v
-			c.Patterns[k] = &vv
-		}
-	}
-	if x.Selectors != nil {
-		c.Selectors = map[string]*engine.SelectorStats{}
-		for k, v := range x.Selectors {
-			vv := *v
-			c.Selectors[k] = &vv
-		}
-	}
-	return &c
-}
-
-func cloneFacts(f *engine.Facts) *engine.Facts {
-	c := *f
-	c.URLPatterns = clip(f.URLPatterns)
-	if f.Selectors != nil {
-		c.Selectors = make(map[string]engine.Selector, len(f.Selectors))
-		for k, v := range f.Selectors {
-			v.Fallbacks = clip(v.Fallbacks)
-			c.Selectors[k] = v
-		}
-	}
-	c.Steps = clip(f.Steps)
-	c.InteractionHints = clip(f.InteractionHints)
-	c.KnownBlockers = clip(f.KnownBlockers)
-	c.AntiPatterns = clip(f.AntiPatterns)
-	c.Answers = clip(f.Answers)
-	c.Provenance.Traces = clip(f.Provenance.Traces)
-	c.Provenance.Sources = clip(f.Provenance.Sources)
-	c.History = clip(f.History)
-	return &c
-}
-
-// clip copies a slice, keeping nil nil.
-func clip[T any](s []T) []T {
-	if s == nil {
-		return nil
-	}
-	return append(make([]T, 0, len(s)), s...)
 }
 
 // sameFacts compares two entries as they would be stored (empty and absent

@@ -111,7 +111,7 @@ func Mine(in Input) Proposal {
 	cur := in.Facts
 	f := &engine.Facts{Format: engine.Format, Domain: in.Domain, Intent: in.Intent, IntentKey: in.IntentKey, Status: engine.Candidate}
 	if cur != nil {
-		c := cloneContent(cur)
+		c := cur.Clone()
 		f.TaskType, f.URLPatterns, f.Selectors, f.Steps = c.TaskType, c.URLPatterns, c.Selectors, c.Steps
 		f.ExtractionQuery, f.InteractionHints, f.KnownBlockers, f.AntiPatterns, f.Answers = c.ExtractionQuery, c.InteractionHints, c.KnownBlockers, c.AntiPatterns, c.Answers
 		f.History = c.History
@@ -202,7 +202,7 @@ func Mine(in Input) Proposal {
 		switch {
 		case !p.Changed:
 			// Nothing to propose: keep the current entry as it is.
-			f = cloneContent(cur)
+			f = cur.Clone()
 		case frozen(cur):
 			f.Supersedes = cur.Revision
 			if f.Supersedes == "" {
@@ -229,7 +229,7 @@ var countRe = regexp.MustCompile(`(failed|seen in) \d+ `)
 // differs from the current entry only in those is no proposal: it would
 // supersede verified entries every night for nothing.
 func material(f *engine.Facts) string {
-	c := cloneContent(f)
+	c := f.Clone()
 	for k, s := range c.Selectors {
 		s.Stability = 0
 		c.Selectors[k] = s
@@ -1114,38 +1114,6 @@ func mergeStrings(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-// cloneContent deep-copies an entry so that Mine never changes its input.
-func cloneContent(f *engine.Facts) *engine.Facts {
-	c := *f
-	c.URLPatterns = clip(f.URLPatterns)
-	if f.Selectors != nil {
-		c.Selectors = make(map[string]engine.Selector, len(f.Selectors))
-		for k, v := range f.Selectors {
-			v.Fallbacks = clip(v.Fallbacks)
-			c.Selectors[k] = v
-		}
-	}
-	c.Steps = clip(f.Steps)
-	for i := range c.Steps {
-		c.Steps[i].Fallbacks = clip(c.Steps[i].Fallbacks)
-	}
-	c.InteractionHints = clip(f.InteractionHints)
-	c.KnownBlockers = clip(f.KnownBlockers)
-	c.AntiPatterns = clip(f.AntiPatterns)
-	c.Answers = clip(f.Answers)
-	c.Provenance.Traces = clip(f.Provenance.Traces)
-	c.Provenance.Sources = clip(f.Provenance.Sources)
-	c.History = clip(f.History)
-	return &c
-}
-
-func clip[T any](s []T) []T {
-	if s == nil {
-		return nil
-	}
-	return append(make([]T, 0, len(s)), s...)
 }
 
 // Injection reports why a trace's page-derived text looks like a prompt

@@ -104,9 +104,9 @@ func TestCloneIsDeep(t *testing.T) {
 		orig  any
 		clone func(any) any
 	}{
-		{"Trace", new(engine.Trace), func(v any) any { return cloneTrace(v.(*engine.Trace)) }},
-		{"Facts", new(engine.Facts), func(v any) any { return cloneFacts(v.(*engine.Facts)) }},
-		{"Experience", new(engine.Experience), func(v any) any { return cloneExperience(v.(*engine.Experience)) }},
+		{"Trace", new(engine.Trace), func(v any) any { return v.(*engine.Trace).Clone() }},
+		{"Facts", new(engine.Facts), func(v any) any { return v.(*engine.Facts).Clone() }},
+		{"Experience", new(engine.Experience), func(v any) any { return v.(*engine.Experience).Clone() }},
 	} {
 		fill(reflect.ValueOf(tc.orig).Elem(), 0)
 		c := tc.clone(tc.orig)

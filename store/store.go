@@ -267,7 +267,7 @@ func (s *Store) Trace(ctx context.Context, ref engine.TraceRef) (*engine.Trace, 
 	if err != nil {
 		return nil, err
 	}
-	return cloneTrace(v.(*engine.Trace)), nil
+	return v.(*engine.Trace).Clone(), nil
 }
 
 // DeleteTrace removes a trace, and its day and domain directories when they
@@ -363,7 +363,7 @@ func (s *Store) Facts(ctx context.Context, domain, key string) (*engine.Facts, e
 	if err != nil {
 		return nil, err
 	}
-	return cloneFacts(v.(*engine.Facts)), nil
+	return v.(*engine.Facts).Clone(), nil
 }
 
 // PutFacts writes facts/<domain>/<key>.yaml atomically in canonical form;
@@ -392,7 +392,7 @@ func (s *Store) Experience(ctx context.Context, domain, key string) (*engine.Exp
 	if err != nil {
 		return nil, err
 	}
-	return cloneExperience(v.(*engine.Experience)), nil
+	return v.(*engine.Experience).Clone(), nil
 }
 
 // PutExperience writes experience/<domain>/<key>.yaml atomically in

@@ -1,19 +1,16 @@
-package store
+package engine
 
 import (
 	"maps"
 	"slices"
-
-	"github.com/pemdev/pem/engine"
 )
 
-// Deep copies of cached records, so callers own what they get (the engine
-// patches Facts in place; consolidation folds into Experience). Cheaper than
-// decoding again by two orders of magnitude. TestCloneIsDeep fills every
-// field by reflection, so a field added to engine's types without a line
-// here fails the tests.
+// Deep copies, so that whoever holds a record can change it without touching
+// a cache or a caller's value (the store hands out cached records; Plan and
+// Mine must not change their input). The store's TestCloneIsDeep fills every
+// field by reflection, so a field added here without a line in Clone fails.
 
-func cloneSteps(ss []engine.Step) []engine.Step {
+func cloneSteps(ss []Step) []Step {
 	out := slices.Clone(ss)
 	for i := range out {
 		out[i].Fallbacks = slices.Clone(out[i].Fallbacks)
@@ -21,7 +18,11 @@ func cloneSteps(ss []engine.Step) []engine.Step {
 	return out
 }
 
-func cloneTrace(t *engine.Trace) *engine.Trace {
+// Clone returns a deep copy of t (nil for nil).
+func (t *Trace) Clone() *Trace {
+	if t == nil {
+		return nil
+	}
 	c := *t
 	c.Params = slices.Clone(t.Params)
 	c.Steps = cloneSteps(t.Steps)
@@ -30,11 +31,15 @@ func cloneTrace(t *engine.Trace) *engine.Trace {
 	return &c
 }
 
-func cloneFacts(f *engine.Facts) *engine.Facts {
+// Clone returns a deep copy of f (nil for nil).
+func (f *Facts) Clone() *Facts {
+	if f == nil {
+		return nil
+	}
 	c := *f
 	c.URLPatterns = slices.Clone(f.URLPatterns)
 	if f.Selectors != nil {
-		c.Selectors = make(map[string]engine.Selector, len(f.Selectors))
+		c.Selectors = make(map[string]Selector, len(f.Selectors))
 		for k, s := range f.Selectors {
 			s.Fallbacks = slices.Clone(s.Fallbacks)
 			c.Selectors[k] = s
@@ -51,12 +56,16 @@ func cloneFacts(f *engine.Facts) *engine.Facts {
 	return &c
 }
 
-func cloneExperience(x *engine.Experience) *engine.Experience {
+// Clone returns a deep copy of x (nil for nil).
+func (x *Experience) Clone() *Experience {
+	if x == nil {
+		return nil
+	}
 	c := *x
 	c.TaskTypes = slices.Clone(x.TaskTypes)
 	c.ByCategory = maps.Clone(x.ByCategory)
 	if x.Patterns != nil {
-		c.Patterns = make(map[string]*engine.Counts, len(x.Patterns))
+		c.Patterns = make(map[string]*Counts, len(x.Patterns))
 		for k, p := range x.Patterns {
 			if p != nil {
 				cp := *p
@@ -66,7 +75,7 @@ func cloneExperience(x *engine.Experience) *engine.Experience {
 		}
 	}
 	if x.Selectors != nil {
-		c.Selectors = make(map[string]*engine.SelectorStats, len(x.Selectors))
+		c.Selectors = make(map[string]*SelectorStats, len(x.Selectors))
 		for k, s := range x.Selectors {
 			if s != nil {
 				cs := *s
