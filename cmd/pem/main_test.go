@@ -321,14 +321,19 @@ func TestDocsCoverCommands(t *testing.T) {
 }
 
 // The knowledge/ tree shipped in the repository is exactly what pem init
-// writes, is sound, and holds no traces.
+// writes, is sound, and holds no traces — not even traces/.gitkeep: the
+// repository keeps knowledge/traces/ empty, so any file committed there (a
+// test or a demo writing into the repo's tree) stands out.
 func TestShippedKnowledgeTree(t *testing.T) {
 	const shipped = "../../knowledge"
 	fresh := filepath.Join(t.TempDir(), "k")
 	if _, err := store.Init(context.Background(), fresh); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"pem.yaml", ".gitattributes", ".gitignore", "traces/.gitkeep", "experience/.gitkeep", "facts/.gitkeep"} {
+	if _, err := os.Lstat(filepath.Join(shipped, "traces")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("knowledge/traces exists (%v): the repository ships no traces directory", err)
+	}
+	for _, name := range []string{"pem.yaml", ".gitattributes", ".gitignore", "experience/.gitkeep", "facts/.gitkeep"} {
 		want, err := os.ReadFile(filepath.Join(fresh, name))
 		if err != nil {
 			t.Fatal(err)
