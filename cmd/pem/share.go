@@ -123,57 +123,9 @@ func shareMerge(baseFile, oursFile, theirsFile, where string) ([]byte, error) {
 	opt := &consolidate.MergeOptions{Trace: shareTraceLookup(where)}
 	switch kind {
 	case store.KindExperience:
-		var b, o, t engine.Experience
-		hasBase, err := decode(data[0], &b, "ancestor")
-		if err != nil {
-			return nil, err
-		}
-		for _, x := range []struct {
-			data []byte
-			v    *engine.Experience
-			side string
-		}{{data[1], &o, "our"}, {data[2], &t, "their"}} {
-			if ok, err := decode(x.data, x.v, x.side); err != nil {
-				return nil, err
-			} else if !ok {
-				return nil, fmt.Errorf("%s version is empty", x.side)
-			}
-		}
-		base := &b
-		if !hasBase {
-			base = nil
-		}
-		m, err := consolidate.MergeExperience(base, &o, &t, opt)
-		if err != nil {
-			return nil, err
-		}
-		return store.Marshal(m)
+		return shareMergeKind(data, decode, opt, consolidate.MergeExperience)
 	case store.KindFacts:
-		var b, o, t engine.Facts
-		hasBase, err := decode(data[0], &b, "ancestor")
-		if err != nil {
-			return nil, err
-		}
-		for _, x := range []struct {
-			data []byte
-			v    *engine.Facts
-			side string
-		}{{data[1], &o, "our"}, {data[2], &t, "their"}} {
-			if ok, err := decode(x.data, x.v, x.side); err != nil {
-				return nil, err
-			} else if !ok {
-				return nil, fmt.Errorf("%s version is empty", x.side)
-			}
-		}
-		base := &b
-		if !hasBase {
-			base = nil
-		}
-		m, err := consolidate.MergeFacts(base, &o, &t, opt)
-		if err != nil {
-			return nil, err
-		}
-		return store.Marshal(m)
+		return shareMergeKind(data, decode, opt, consolidate.MergeFacts)
 	}
 	return nil, fmt.Errorf("not an experience/ or facts/ file: pem merges only those")
 }
@@ -743,4 +695,35 @@ func shareCheckPR(c *cli.Context, h *store.History, base string) ([]consolidate.
 	}
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Path < problems[j].Path })
 	return problems, nil
+}
+
+// shareMergeKind decodes ancestor, ours and theirs (an empty ancestor means none),
+// merges them with merge and encodes the result canonically.
+func shareMergeKind[T any](data [3][]byte, decode func([]byte, any, string) (bool, error), opt *consolidate.MergeOptions,
+	merge func(base, ours, theirs *T, opt *consolidate.MergeOptions) (*T, error)) ([]byte, error) {
+	var b, o, t T
+	hasBase, err := decode(data[0], &b, "ancestor")
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range []struct {
+		data []byte
+		v    *T
+		side string
+	}{{data[1], &o, "our"}, {data[2], &t, "their"}} {
+		if ok, err := decode(x.data, x.v, x.side); err != nil {
+			return nil, err
+		} else if !ok {
+			return nil, fmt.Errorf("%s version is empty", x.side)
+		}
+	}
+	base := &b
+	if !hasBase {
+		base = nil
+	}
+	m, err := merge(base, &o, &t, opt)
+	if err != nil {
+		return nil, err
+	}
+	return store.Marshal(m)
 }
