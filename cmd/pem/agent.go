@@ -4,15 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pemdev/pem/agent"
+	"github.com/pemdev/pem/agent/bench"
 	"github.com/pemdev/pem/agent/demosite"
 	"github.com/pemdev/pem/agent/llm"
 	"github.com/pemdev/pem/agent/rod"
@@ -29,7 +27,8 @@ import (
 )
 
 // pem agent run, pem demo and pem bench: wiring of agent (run loop and
-// planners), agent/rod (the browser), agent/demosite, store and consolidate.
+// planners), agent/rod (the browser), agent/bench (the demo and bench
+// harness over agent/demosite), store and consolidate.
 
 func init() { register(newAgentCmd, newDemoCmd, newBenchCmd) }
 
@@ -261,7 +260,7 @@ func runAgentRun(c *cli.Context) error {
 	}
 	for _, s := range specs {
 		if _, err := agent.ResolveSecrets(s.Task, secrets); err != nil {
-			return usagef("task %q: %v", oneLineOf(s.Task, 60), err)
+			return usagef("task %q: %v", bench.OneLine(s.Task, 60), err)
 		}
 	}
 	planner, err := plannerFor(c.String("planner"))
@@ -390,368 +389,127 @@ func newDemoCmd() *cli.Command {
 	}
 }
 
-// demoRun is one row of the demo table.
-type demoRun struct {
-	Task         string      `json:"task"`
-	Round        int         `json:"round"`
-	Memory       string      `json:"memory"`
-	Tier         engine.Tier `json:"tier"`
-	Steps        int         `json:"steps"`
-	PlannerCalls int         `json:"planner_calls"`
-	Success      bool        `json:"success"`
-	Seconds      float64     `json:"seconds"`
-	Answer       string      `json:"answer"`
-	Expected     string      `json:"expected"`
-	Stale        bool        `json:"stale,omitempty"`
-	Clicks       int         `json:"clicks"`
-	Extracts     int         `json:"extracts"`
-	PromptChars  int         `json:"prompt_chars"`
-	Trace        string      `json:"trace,omitempty"`
-	Error        string      `json:"error,omitempty"`
-}
-
-// totals sums runs.
-type totals struct {
-	Runs         int     `json:"runs"`
-	Successes    int     `json:"successes"`
-	Accuracy     float64 `json:"accuracy"`
-	Steps        int     `json:"steps"`
-	PlannerCalls int     `json:"planner_calls"`
-	Clicks       int     `json:"clicks"`
-	Extracts     int     `json:"extracts"`
-	PromptChars  int     `json:"prompt_chars"`
-	Stale        int     `json:"stale"`
-	Seconds      float64 `json:"seconds"`
-}
-
-func sum(runs []demoRun) totals {
-	var t totals
-	for _, r := range runs {
-		t.Runs++
-		if r.Success {
-			t.Successes++
-		}
-		if r.Stale {
-			t.Stale++
-		}
-		t.Steps += r.Steps
-		t.PlannerCalls += r.PlannerCalls
-		t.Clicks += r.Clicks
-		t.Extracts += r.Extracts
-		t.PromptChars += r.PromptChars
-		t.Seconds += r.Seconds
-	}
-	if t.Runs > 0 {
-		t.Accuracy = round3(float64(t.Successes) / float64(t.Runs))
-	}
-	t.Seconds = round3(t.Seconds)
-	return t
-}
-
-func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
-
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return round3(a / b)
-}
-
-// demoEnv is a served demo site, a tree and a browser tab.
-type demoEnv struct {
-	site    *demosite.Site
-	base    string
-	stop    func()
-	dir     string
-	temp    bool
-	st      *store.Store
-	eng     *engine.Engine
-	br      *rod.Browser
-	page    agent.Page
-	log     *slog.Logger
-	commit  bool
-	planner agent.Planner
-}
-
-func (d *demoEnv) close() {
-	if d.page != nil {
-		d.page.Close()
-	}
-	if d.br != nil {
-		d.br.Close()
-	}
-	if d.st != nil {
-		d.st.Close()
-	}
-	if d.stop != nil {
-		d.stop()
-	}
-}
-
 // openTree opens dir as a tree, creating it (with its git repository) when
 // it does not exist yet.
-func openTree(ctx context.Context, dir string) (*store.Store, bool, error) {
+func openTree(ctx context.Context, dir string) (*store.Store, error) {
 	if _, err := store.Init(ctx, dir); err != nil {
-		return nil, false, fmt.Errorf("creating knowledge tree %s: %w", dir, err)
+		return nil, fmt.Errorf("creating knowledge tree %s: %w", dir, err)
 	}
-	commit := true
 	if _, err := store.GitDir(dir); err != nil {
 		if err := store.InitRepo(ctx, dir); err != nil {
-			return nil, false, fmt.Errorf("creating git repository in %s: %w", dir, err)
+			return nil, fmt.Errorf("creating git repository in %s: %w", dir, err)
 		}
 	}
 	st, err := store.Open(dir, nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("opening knowledge tree %s: %w", dir, err)
+		return nil, fmt.Errorf("opening knowledge tree %s: %w", dir, err)
 	}
-	return st, commit, nil
+	return st, nil
 }
 
-func newDemoEnv(c *cli.Context, variant string, dir string) (*demoEnv, error) {
-	ctx := c.Context
-	d := &demoEnv{log: logger(c), planner: agent.NewExplore()}
-	d.site = demosite.New(demosite.Options{Variant: demosite.Stable, Round: 1})
-	base, stop, err := d.site.Start(ctx)
+// demoArm opens the tree in dir (a temporary one when dir is empty) as a
+// bench arm whose runs may type the demo password.
+func demoArm(c *cli.Context, dir string) (bench.Arm, *store.Store, error) {
+	st, err := openTree(c.Context, dir)
 	if err != nil {
-		return nil, err
+		return bench.Arm{}, nil, err
 	}
-	d.base, d.stop = base, stop
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "pem-demo-")
-		if err != nil {
-			d.close()
-			return nil, err
+	log := logger(c)
+	eng := &engine.Engine{Store: st, Writer: hostname(), Secrets: map[string]string{"demo_password": demosite.DemoPassword}}
+	return bench.Arm{Engine: eng, Consolidate: func(ctx context.Context) error {
+		if _, err := consolidate.Run(ctx, st, consolidate.Options{Logger: log}); err != nil {
+			return fmt.Errorf("consolidating %s: %w", dir, err)
 		}
-		dir, d.temp = filepath.Join(tmp, "knowledge"), true
-	}
-	d.dir = dir
-	if d.st, d.commit, err = openTree(ctx, dir); err != nil {
-		d.close()
-		return nil, err
-	}
-	d.eng = &engine.Engine{Store: d.st, Writer: hostname(), Secrets: map[string]string{"demo_password": demosite.DemoPassword}}
-	if d.br, err = launch(ctx, c.Bool("headful")); err != nil {
-		d.close()
-		return nil, err
-	}
-	// One tab for the sequential runs, warmed up once so that the first
-	// cold run does not pay for the browser's start.
-	if d.page, err = d.br.NewPage(ctx); err != nil {
-		d.close()
-		return nil, fmt.Errorf("opening a browser tab: %w", err)
-	}
-	if err := d.page.Navigate(ctx, d.base+"/"); err != nil {
-		d.close()
-		return nil, fmt.Errorf("loading the demo site: %w", err)
-	}
-	_ = variant
-	return d, nil
+		return nil
+	}}, st, nil
 }
 
-// runTask runs one demo task and judges it against the site's expected
-// answer; a volatile answer that matches the previous round's value and
-// not this round's is stale, and wrong.
-func (d *demoEnv) runTask(ctx context.Context, k demosite.Task, round int, session string, noRecall bool, prev *demosite.Task) demoRun {
-	res, err := agent.Run(ctx, agent.RunConfig{
-		Engine: d.eng, Page: d.page, Planner: d.planner, Task: k.Text, StartURL: k.StartURL,
-		Intent: k.Text, Secrets: k.Secrets, Session: session, Logger: d.log, NoRecall: noRecall,
-	})
-	row := demoRun{Task: k.ID, Round: round, Memory: "on", Expected: k.Expected}
-	if noRecall {
-		row.Memory = "off"
-	}
-	if res != nil {
-		right := demosite.Check(k, res.Answer)
-		row.Tier, row.Steps, row.PlannerCalls = res.Tier, res.Steps, res.PlannerCalls
-		row.Success = res.Success && right
-		row.Seconds = round3(res.Duration.Seconds())
-		row.Answer, row.Clicks, row.Extracts, row.PromptChars = res.Answer, res.Clicks, res.Extracts, res.PromptChars
-		row.Trace, row.Error = res.TracePath, res.Error
-		if res.Success && !right && prev != nil && prev.Expected != k.Expected && demosite.Check(*prev, res.Answer) {
-			row.Stale = true
-			row.Error = "stale: answered last round's value"
-		} else if res.Success && !right {
-			row.Error = fmt.Sprintf("wrong answer: want %q", k.Expected)
-		}
-	}
+// startHarness launches the browser and serves the demo site; close stops both.
+func startHarness(c *cli.Context) (h *bench.Harness, close func(), err error) {
+	br, err := launch(c.Context, c.Bool("headful"))
 	if err != nil {
-		row.Error = err.Error()
+		return nil, nil, err
 	}
-	return row
-}
-
-func (d *demoEnv) consolidate(ctx context.Context) error {
-	_, err := consolidate.Run(ctx, d.st, consolidate.Options{Logger: d.log, NoCommit: !d.commit})
-	if err != nil {
-		return fmt.Errorf("consolidating %s: %w", d.dir, err)
+	if h, err = bench.Start(c.Context, br, logger(c)); err != nil {
+		br.Close()
+		return nil, nil, err
 	}
-	return nil
-}
-
-func demoTasks(base string, round int, variant, only string) ([]demosite.Task, error) {
-	all := demosite.Tasks(base, round, variant)
-	if only == "" {
-		return all, nil
-	}
-	var out []demosite.Task
-	for _, id := range strings.Split(only, ",") {
-		id = strings.TrimSpace(id)
-		found := false
-		for _, k := range all {
-			if k.ID == id {
-				out, found = append(out, k), true
-			}
-		}
-		if !found {
-			var ids []string
-			for _, k := range all {
-				ids = append(ids, k.ID)
-			}
-			return nil, usagef("--only: no demo task %q (tasks: %s)", id, strings.Join(ids, ", "))
-		}
-	}
-	return out, nil
+	return h, func() { h.Close(); br.Close() }, nil
 }
 
 func runDemo(c *cli.Context) error {
-	ctx := c.Context
-	rounds := c.Int("rounds")
-	variant := c.String("variant")
+	rounds, variant := c.Int("rounds"), c.String("variant")
 	if rounds < 1 {
 		return usagef("--rounds must be at least 1")
 	}
 	if variant != demosite.Stable && variant != demosite.Drift {
 		return usagef("--variant %q: use stable or drift", variant)
 	}
-	if _, err := demoTasks("http://x", 1, variant, c.String("only")); err != nil {
-		return err
+	if _, err := bench.Tasks("http://x", 1, variant, c.String("only")); err != nil {
+		return usagef("--only: %v", err)
 	}
-	dir := ""
+	dir, temp := "", false
 	if c.IsSet(flagKnowledge) {
 		dir = knowledgeDir(c)
+	} else {
+		tmp, err := os.MkdirTemp("", "pem-demo-")
+		if err != nil {
+			return err
+		}
+		dir, temp = filepath.Join(tmp, "knowledge"), true
 	}
-	d, err := newDemoEnv(c, variant, dir)
+	h, stop, err := startHarness(c)
 	if err != nil {
 		return err
 	}
-	defer d.close()
-	stamp := time.Now().UTC().Format("20060102T150405")
-	var runs []demoRun
-	prev := map[string]demosite.Task{}
-	for round := 1; round <= rounds; round++ {
-		d.site.SetRound(round)
-		if round > 1 {
-			d.site.SetVariant(variant)
-		}
-		tasks, _ := demoTasks(d.base, round, variant, c.String("only"))
-		session := fmt.Sprintf("demo-%s-round-%d", stamp, round)
-		for _, k := range tasks {
-			var p *demosite.Task
-			if t, ok := prev[k.ID]; ok {
-				p = &t
-			}
-			row := d.runTask(ctx, k, round, session, false, p)
-			runs = append(runs, row)
-			prev[k.ID] = k
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if !c.Bool("json") {
-				fmt.Fprintf(c.App.ErrWriter, "round %d %-22s %s %-5v %s\n", round, k.ID, row.Tier, row.Success, oneLineOf(row.Answer, 60))
-			}
-		}
-		if round < rounds {
-			if err := d.consolidate(ctx); err != nil {
-				return err
-			}
-		}
-	}
-	if err := d.consolidate(ctx); err != nil {
+	defer stop()
+	on, st, err := demoArm(c, dir)
+	if err != nil {
 		return err
 	}
-	var cold, warm []demoRun
-	for _, r := range runs {
-		if r.Round == 1 {
-			cold = append(cold, r)
-		} else {
-			warm = append(warm, r)
-		}
+	defer st.Close()
+	progress := func(r bench.Run) {
+		fmt.Fprintf(c.App.ErrWriter, "round %d %-22s %s %-5v %s\n", r.Round, r.Task, r.Tier, r.Success, bench.OneLine(r.Answer, 60))
 	}
-	tc, tw := sum(cold), sum(warm)
+	if c.Bool("json") {
+		progress = nil
+	}
+	runs, err := h.Demo(c.Context, on, bench.DemoOptions{Rounds: rounds, Variant: variant, Only: c.String("only"), Progress: progress})
+	if err != nil {
+		return err
+	}
+	cold, warm := bench.ColdWarm(runs)
+	tc, tw := bench.Sum(cold), bench.Sum(warm)
 	out := c.App.Writer
 	ok := tc.Successes == tc.Runs && tw.Successes == tw.Runs
 	if c.Bool("json") {
 		type tot struct {
-			Cold       totals  `json:"cold"`
-			Warm       totals  `json:"warm"`
-			StepsRatio float64 `json:"steps_ratio"`
-			TimeRatio  float64 `json:"time_ratio"`
-			Tree       string  `json:"tree"`
-			AllOK      bool    `json:"all_succeeded"`
+			Cold       bench.Totals `json:"cold"`
+			Warm       bench.Totals `json:"warm"`
+			StepsRatio float64      `json:"steps_ratio"`
+			TimeRatio  float64      `json:"time_ratio"`
+			Tree       string       `json:"tree"`
+			AllOK      bool         `json:"all_succeeded"`
 		}
 		v := struct {
-			Runs   []demoRun `json:"runs"`
-			Totals tot       `json:"totals"`
-		}{runs, tot{tc, tw, stepsRatio(cold, warm), timeRatio(cold, warm), d.dir, ok}}
+			Runs   []bench.Run `json:"runs"`
+			Totals tot         `json:"totals"`
+		}{runs, tot{tc, tw, bench.StepsRatio(cold, warm), bench.TimeRatio(cold, warm), dir, ok}}
 		if err := writeJSON(out, v); err != nil {
 			return err
 		}
 	} else {
-		printDemoTable(out, runs, tc, tw, cold, warm)
-		if d.temp {
-			fmt.Fprintf(out, "knowledge tree: %s (temporary; inspect it with: pem --knowledge %s log)\n", d.dir, d.dir)
+		bench.WriteTable(out, runs)
+		if temp {
+			fmt.Fprintf(out, "knowledge tree: %s (temporary; inspect it with: pem --knowledge %s log)\n", dir, dir)
 		} else {
-			fmt.Fprintf(out, "knowledge tree: %s\n", d.dir)
+			fmt.Fprintf(out, "knowledge tree: %s\n", dir)
 		}
 	}
 	if !ok {
 		return cli.Exit(fmt.Sprintf("demo: %d of %d runs did not succeed (see the table)", tc.Runs+tw.Runs-tc.Successes-tw.Successes, tc.Runs+tw.Runs), exitInternal)
 	}
 	return nil
-}
-
-// stepsRatio compares the warm runs' steps per run with the cold runs'.
-func stepsRatio(cold, warm []demoRun) float64 {
-	c, w := sum(cold), sum(warm)
-	if c.Runs == 0 || w.Runs == 0 {
-		return 0
-	}
-	return ratio(float64(w.Steps)/float64(w.Runs), float64(c.Steps)/float64(c.Runs))
-}
-
-func timeRatio(cold, warm []demoRun) float64 {
-	c, w := sum(cold), sum(warm)
-	if c.Runs == 0 || w.Runs == 0 {
-		return 0
-	}
-	return ratio(w.Seconds/float64(w.Runs), c.Seconds/float64(c.Runs))
-}
-
-func oneLineOf(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
-}
-
-func printDemoTable(w io.Writer, runs []demoRun, tc, tw totals, cold, warm []demoRun) {
-	fmt.Fprintf(w, "%-22s %5s %4s %5s %8s %7s %7s  %s\n", "task", "round", "tier", "steps", "planner", "success", "seconds", "answer")
-	for _, r := range runs {
-		ok := "yes"
-		if !r.Success {
-			ok = "NO"
-		}
-		fmt.Fprintf(w, "%-22s %5d %4s %5d %8d %7s %7.2f  %s\n", r.Task, r.Round, r.Tier, r.Steps, r.PlannerCalls, ok, r.Seconds, oneLineOf(r.Answer, 50))
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-5s %5s %9s %6s %8s %8s\n", "", "runs", "succeeded", "steps", "planner", "seconds")
-	fmt.Fprintf(w, "%-5s %5d %9d %6d %8d %8.2f\n", "cold", tc.Runs, tc.Successes, tc.Steps, tc.PlannerCalls, tc.Seconds)
-	if tw.Runs > 0 {
-		fmt.Fprintf(w, "%-5s %5d %9d %6d %8d %8.2f\n", "warm", tw.Runs, tw.Successes, tw.Steps, tw.PlannerCalls, tw.Seconds)
-		fmt.Fprintf(w, "warm vs cold, per run: %.2f× the steps, %.2f× the time, %d planner calls instead of %d\n",
-			stepsRatio(cold, warm), timeRatio(cold, warm), tw.PlannerCalls, tc.PlannerCalls*tw.Runs/max(1, tc.Runs))
-	}
 }
 
 // ---- pem bench ---------------------------------------------------------
@@ -777,68 +535,46 @@ func newBenchCmd() *cli.Command {
 }
 
 func runBench(c *cli.Context) error {
-	ctx := c.Context
 	rounds := c.Int("rounds")
 	if rounds < 1 {
 		return usagef("--rounds must be at least 1")
 	}
-	if _, err := demoTasks("http://x", 1, "", c.String("only")); err != nil {
-		return err
+	if _, err := bench.Tasks("http://x", 1, "", c.String("only")); err != nil {
+		return usagef("--only: %v", err)
 	}
 	outDir := c.String("out")
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", outDir, err)
 	}
-	d, err := newDemoEnv(c, demosite.Stable, "")
+	h, stop, err := startHarness(c)
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer stop()
+	tmp, err := os.MkdirTemp("", "pem-demo-")
+	if err != nil {
+		return err
+	}
 	// memory-off deposits into its own tree, so that memory-on's tree only
 	// holds its own evidence.
-	offDir := filepath.Join(filepath.Dir(d.dir), "knowledge-off")
-	offStore, _, err := openTree(ctx, offDir)
+	on, onStore, err := demoArm(c, filepath.Join(tmp, "knowledge"))
+	if err != nil {
+		return err
+	}
+	defer onStore.Close()
+	off, offStore, err := demoArm(c, filepath.Join(tmp, "knowledge-off"))
 	if err != nil {
 		return err
 	}
 	defer offStore.Close()
-	onEng := d.eng
-	offEng := &engine.Engine{Store: offStore, Writer: hostname(), Secrets: d.eng.Secrets}
-	stamp := time.Now().UTC().Format("20060102T150405")
-	var runs []demoRun
-	prev := map[string]demosite.Task{}
-	for round := 1; round <= rounds; round++ {
-		d.site.SetRound(round)
-		tasks, _ := demoTasks(d.base, round, "", c.String("only"))
-		for _, arm := range []string{"on", "off"} {
-			session := fmt.Sprintf("bench-%s-%s-round-%d", stamp, arm, round)
-			if arm == "on" {
-				d.eng = onEng
-			} else {
-				d.eng = offEng
-			}
-			for _, k := range tasks {
-				var p *demosite.Task
-				if t, ok := prev[k.ID]; ok {
-					p = &t
-				}
-				row := d.runTask(ctx, k, round, session, arm == "off", p)
-				runs = append(runs, row)
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				fmt.Fprintf(c.App.ErrWriter, "round %d memory %-3s %-22s %s %-5v\n", round, arm, k.ID, row.Tier, row.Success)
-			}
-		}
-		for _, k := range tasks {
-			prev[k.ID] = k
-		}
-		d.eng = onEng
-		if err := d.consolidate(ctx); err != nil {
-			return err
-		}
+	progress := func(r bench.Run) {
+		fmt.Fprintf(c.App.ErrWriter, "round %d memory %-3s %-22s %s %-5v\n", r.Round, r.Memory, r.Task, r.Tier, r.Success)
 	}
-	md, csvData := benchSummary(runs, rounds)
+	runs, err := h.Bench(c.Context, on, off, bench.BenchOptions{Rounds: rounds, Only: c.String("only"), Progress: progress})
+	if err != nil {
+		return err
+	}
+	md, csvData := bench.Summary(runs, rounds)
 	if err := os.WriteFile(filepath.Join(outDir, "summary.md"), md, 0o644); err != nil {
 		return err
 	}
@@ -848,59 +584,4 @@ func runBench(c *cli.Context) error {
 	c.App.Writer.Write(md)
 	fmt.Fprintf(c.App.Writer, "\nwrote %s and %s\n", filepath.Join(outDir, "summary.md"), filepath.Join(outDir, "summary.csv"))
 	return nil
-}
-
-// benchSummary renders the per-round and total rows of each arm.
-func benchSummary(runs []demoRun, rounds int) ([]byte, []byte) {
-	type key struct {
-		arm   string
-		round int
-	}
-	groups := map[key][]demoRun{}
-	for _, r := range runs {
-		groups[key{r.Memory, r.Round}] = append(groups[key{r.Memory, r.Round}], r)
-		groups[key{r.Memory, 0}] = append(groups[key{r.Memory, 0}], r)
-	}
-	var keys []key
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].arm != keys[j].arm {
-			return keys[i].arm > keys[j].arm // "on" first
-		}
-		if (keys[i].round == 0) != (keys[j].round == 0) {
-			return keys[j].round == 0
-		}
-		return keys[i].round < keys[j].round
-	})
-	var md bytes.Buffer
-	var cb bytes.Buffer
-	cw := csv.NewWriter(&cb)
-	cw.Write([]string{"memory", "round", "runs", "accuracy", "stale", "steps", "planner_calls", "clicks", "extract_calls", "prompt_chars", "seconds"})
-	fmt.Fprintf(&md, "# pem bench: memory on vs off\n\n%d rounds of the demo tasks; volatile values move every round; stale answers count as wrong.\n"+
-		"Prompt characters are what a model planner would have been sent (task + memory + page observation per planner call).\n\n", rounds)
-	md.WriteString("| memory | round | runs | accuracy | stale | steps | planner calls | clicks | extract calls | prompt chars | seconds |\n")
-	md.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, k := range keys {
-		t := sum(groups[k])
-		round := fmt.Sprint(k.round)
-		if k.round == 0 {
-			round = "total"
-		}
-		fmt.Fprintf(&md, "| %s | %s | %d | %.0f%% | %d | %d | %d | %d | %d | %d | %.2f |\n", k.arm, round, t.Runs, 100*t.Accuracy, t.Stale,
-			t.Steps, t.PlannerCalls, t.Clicks, t.Extracts, t.PromptChars, t.Seconds)
-		cw.Write([]string{k.arm, round, fmt.Sprint(t.Runs), fmt.Sprintf("%.3f", t.Accuracy), fmt.Sprint(t.Stale), fmt.Sprint(t.Steps),
-			fmt.Sprint(t.PlannerCalls), fmt.Sprint(t.Clicks), fmt.Sprint(t.Extracts), fmt.Sprint(t.PromptChars), fmt.Sprintf("%.3f", t.Seconds)})
-	}
-	cw.Flush()
-	on, off := sum(groups[key{"on", 0}]), sum(groups[key{"off", 0}])
-	fmt.Fprintf(&md, "\nTotal, memory on vs off: %.2f× the steps, %.2f× the planner calls, %.2f× the prompt characters, %.2f× the time; accuracy %.0f%% vs %.0f%%.\n",
-		ratio(float64(on.Steps), float64(off.Steps)), ratio(float64(on.PlannerCalls), float64(off.PlannerCalls)),
-		ratio(float64(on.PromptChars), float64(off.PromptChars)), ratio(on.Seconds, off.Seconds), 100*on.Accuracy, 100*off.Accuracy)
-	md.WriteString("\n## Runs\n\n| memory | round | task | tier | steps | planner calls | success | seconds | note |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range runs {
-		fmt.Fprintf(&md, "| %s | %d | %s | %s | %d | %d | %v | %.2f | %s |\n", r.Memory, r.Round, r.Task, r.Tier, r.Steps, r.PlannerCalls, r.Success, r.Seconds, strings.ReplaceAll(oneLineOf(r.Error, 80), "|", "/"))
-	}
-	return md.Bytes(), cb.Bytes()
 }

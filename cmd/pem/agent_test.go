@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pemdev/pem/agent/bench"
 	"github.com/pemdev/pem/agent/demosite"
 	"github.com/pemdev/pem/agent/rod"
 )
@@ -111,9 +112,9 @@ func TestDemoCommand(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 	var v struct {
-		Runs   []demoRun `json:"runs"`
+		Runs   []bench.Run `json:"runs"`
 		Totals struct {
-			Cold, Warm totals
+			Cold, Warm bench.Totals
 		} `json:"totals"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
