@@ -125,7 +125,8 @@ type run struct {
 	maxTurns int
 	res      *RunResult
 
-	steps     []engine.StepInput
+	steps     []engine.Step
+	sensitive map[int]bool // indexes of steps whose typed value is a secret
 	history   []Turn
 	corpus    []string // every text read from a page in this run (grounding)
 	lastEls   []Element
@@ -267,22 +268,17 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	res.Steps = len(r.steps)
 
 	// Deposit: always.
-	in := &engine.TraceInput{
+	t := &engine.Trace{
 		Task: Scrub(r.cfg.Task, r.cfg.Secrets), Intent: r.cfg.Intent, TaskType: r.cfg.TaskType,
-		URL: r.cfg.StartURL, Steps: r.steps, Answer: res.Answer,
-		FinalPageURL: Scrub(finalURL, r.cfg.Secrets), FinalPageTitle: Scrub(finalTitle, r.cfg.Secrets),
+		URL: r.cfg.StartURL, Steps: r.steps, Outcome: engine.Success, StartedAt: start.UTC(),
+		Result:     engine.Result{Answer: res.Answer, FinalURL: Scrub(finalURL, r.cfg.Secrets), FinalTitle: Scrub(finalTitle, r.cfg.Secrets)},
 		DurationMs: res.Duration.Milliseconds(), Session: r.cfg.Session, PlannerCalls: res.PlannerCalls,
-		Tier: string(res.Tier), Params: r.usedParams(), Writer: r.cfg.Engine.Writer,
+		Tier: res.Tier, Params: r.usedParams(), Writer: r.cfg.Engine.Writer,
 	}
-	st := start.UTC()
-	in.StartedAt = &st
-	if res.Success {
-		in.Outcome = string(engine.Success)
-	} else {
-		in.Outcome = string(engine.Failure)
-		in.ErrorMessage = res.Error
+	if !res.Success {
+		t.Outcome, t.Error = engine.Failure, res.Error
 	}
-	saved, err := r.cfg.Engine.Save(fin, engine.SaveRequest{URL: r.cfg.StartURL, Trace: in, Intent: r.cfg.Intent, Session: r.cfg.Session, TaskType: r.cfg.TaskType})
+	saved, err := r.cfg.Engine.SaveTrace(fin, t, r.sensitive)
 	if err != nil {
 		r.log.Error("depositing the trace failed", "url", r.cfg.StartURL, "err", err)
 		runErr = errors.Join(runErr, fmt.Errorf("depositing the trace of %q: %w", r.cfg.Intent, err))
@@ -460,8 +456,9 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	if r.page != nil {
 		url = Scrub(r.page.URL(), r.cfg.Secrets)
 	}
-	st := engine.StepInput{Action: a.Tool, Selector: a.Selector, Value: a.Value, Param: param,
-		OK: &ok, Error: tr.Error, ErrorKind: kind, DurationMs: d.Milliseconds(), URL: url}
+	st := engine.Step{Action: a.Tool, Selector: a.Selector, Value: a.Value, Param: param,
+		OK: ok, Error: tr.Error, ErrorKind: kind, DurationMs: d.Milliseconds(), URL: url}
+	sensitive := false
 	switch a.Tool {
 	case "navigate":
 		// The URL asked for (resolved), not where redirects ended.
@@ -472,14 +469,12 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 			}
 		}
 	case "type":
-		if r.isPasswordField(a.Selector) || len(SecretNamesIn(a.Value)) > 0 {
-			st.Sensitive = true
-		}
+		sensitive = r.isPasswordField(a.Selector) || len(SecretNamesIn(a.Value)) > 0
 		if a.Submit {
 			// The route keeps the Enter press with the typing; a separate
 			// "press" step replays it.
-			r.steps = append(r.steps, st)
-			st = engine.StepInput{Action: "press", Selector: a.Selector, Value: "Enter", OK: &ok, URL: url}
+			r.addStep(st, sensitive)
+			st, sensitive = engine.Step{Action: "press", Selector: a.Selector, Value: "Enter", OK: ok, URL: url}, false
 		}
 	case "extract", "get_text", "evaluate":
 		if ok {
@@ -496,13 +491,13 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	if replayed {
 		r.res.Replayed++
 	}
-	r.steps = append(r.steps, st)
+	r.addStep(st, sensitive)
 	r.history = append(r.history, Turn{Action: a, Result: tr, URL: url, Replayed: replayed})
 	mode := "plan"
 	if replayed {
 		mode = "replay"
 	}
-	line := fmt.Sprintf("[%s %s] %s", r.res.Tier, mode, describeAction(a, st.Sensitive))
+	line := fmt.Sprintf("[%s %s] %s", r.res.Tier, mode, describeAction(a, sensitive))
 	if ok {
 		line += fmt.Sprintf(" → ok (%d ms)", d.Milliseconds())
 	} else {
@@ -510,6 +505,18 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	}
 	r.logf("%s", line)
 	r.log.Debug("step", "action", a.Tool, "selector", a.Selector, "ok", ok, "ms", d.Milliseconds())
+}
+
+// addStep appends st to the trace; sensitive marks a typed value that is a
+// secret, which the engine redacts when the trace is saved.
+func (r *run) addStep(st engine.Step, sensitive bool) {
+	if sensitive {
+		if r.sensitive == nil {
+			r.sensitive = map[int]bool{}
+		}
+		r.sensitive[len(r.steps)] = true
+	}
+	r.steps = append(r.steps, st)
 }
 
 // recordMiss records a replayed step whose selector failed verification: a
@@ -521,8 +528,8 @@ func (r *run) recordMiss(s engine.Step, kind, msg string) {
 	if r.page != nil {
 		url = r.page.URL()
 	}
-	r.steps = append(r.steps, engine.StepInput{Action: s.Action, Selector: s.Selector, Param: s.Param,
-		OK: &ok, Error: msg, ErrorKind: kind, URL: url})
+	r.addStep(engine.Step{Action: s.Action, Selector: s.Selector, Param: s.Param,
+		OK: ok, Error: msg, ErrorKind: kind, URL: url}, false)
 	seq := len(r.steps)
 	cat := engine.Classify(&engine.Trace{Outcome: engine.Failure, Steps: []engine.Step{{Seq: seq, Action: s.Action, Selector: s.Selector, ErrorKind: kind, Error: msg}}})
 	r.res.Recovered = append(r.res.Recovered, StepFailure{Seq: seq, Action: s.Action, Selector: s.Selector, Kind: kind, Category: cat})

@@ -106,14 +106,6 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 	if in == nil {
 		in = &TraceInput{}
 	}
-	rawURL := req.URL
-	if rawURL == "" {
-		rawURL = in.URL
-	}
-	n, err := NormalizeURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
 	outcome := Outcome(strings.ToLower(firstNonEmpty(req.Outcome, in.Outcome, string(Success))))
 	if outcome == "completed" || outcome == "ok" {
 		outcome = Success
@@ -121,47 +113,21 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 	if outcome == "failed" || outcome == "error" {
 		outcome = Failure
 	}
-	if !outcome.Valid() {
-		return nil, fmt.Errorf("%w: outcome %q: use success or failure", ErrInvalid, outcome)
-	}
-	intent := strings.TrimSpace(firstNonEmpty(req.Intent, in.Intent, req.TaskType, in.TaskType, in.Task))
-	if len(intent) > MaxIntent {
-		return nil, fmt.Errorf("%w: intent is %d bytes, over the cap of %d", ErrInvalid, len(intent), MaxIntent)
-	}
-	if strings.ContainsAny(intent, "\x00\r\n") {
-		return nil, fmt.Errorf("%w: intent must be one line of text", ErrInvalid)
-	}
-	now := e.now()
-	started := now.Truncate(time.Second) // whole seconds keep the YAML readable
-	if in.StartedAt != nil {
-		started = in.StartedAt.UTC()
-	} else if in.Timestamp != nil {
-		started = in.Timestamp.UTC()
-	}
-	if started.After(now.Add(24 * time.Hour)) {
-		return nil, fmt.Errorf("%w: timestamp %s is in the future", ErrInvalid, started.Format(time.RFC3339))
-	}
-	id, err := NewTraceID(now, e.Rand)
-	if err != nil {
-		return nil, fmt.Errorf("making a trace id: %w", err)
-	}
 	t := &Trace{
-		Format: Format, ID: id, Writer: firstNonEmpty(in.Writer, e.Writer), Session: firstNonEmpty(req.Session, in.Session),
-		Task: in.Task, Intent: intent, IntentKey: IntentKey(intent), TaskType: firstNonEmpty(req.TaskType, in.TaskType),
-		URL: n.URL, Domain: n.Domain, URLPattern: Pattern(n), Outcome: outcome, Error: in.ErrorMessage,
-		HTTPStatus: in.HTTPStatus, StartedAt: started, DurationMs: in.DurationMs, PlannerCalls: in.PlannerCalls,
-		Tier: Tier(in.Tier), Params: in.Params,
+		Writer: in.Writer, Session: firstNonEmpty(req.Session, in.Session), Task: in.Task,
+		Intent:   firstNonEmpty(req.Intent, in.Intent, req.TaskType, in.TaskType, in.Task),
+		TaskType: firstNonEmpty(req.TaskType, in.TaskType), URL: req.URL,
+		Outcome: outcome, Error: in.ErrorMessage, HTTPStatus: in.HTTPStatus, DurationMs: in.DurationMs,
+		PlannerCalls: in.PlannerCalls, Tier: Tier(in.Tier), Params: in.Params, FailureCategory: FailureCategory(in.FailureCategory),
 		Result: Result{Answer: in.Answer, FinalURL: in.FinalPageURL, FinalTitle: in.FinalPageTitle},
 	}
-	if t.Session == "" {
-		t.Session = id
+	if t.URL == "" {
+		t.URL = in.URL
 	}
-	if in.FailureCategory != "" {
-		c := FailureCategory(in.FailureCategory)
-		if !c.Valid() {
-			return nil, fmt.Errorf("%w: failure_category %q is not one of %v", ErrInvalid, c, FailureCategories)
-		}
-		t.FailureCategory = c
+	if in.StartedAt != nil {
+		t.StartedAt = *in.StartedAt
+	} else if in.Timestamp != nil {
+		t.StartedAt = *in.Timestamp
 	}
 	if len(in.ExtractionResults) > 0 {
 		t.Result.Extracted = map[string]string{}
@@ -171,9 +137,6 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 	}
 	sensitive := map[int]bool{}
 	for i, s := range in.Steps {
-		if !IsAction(s.Action) {
-			return nil, fmt.Errorf("%w: steps[%d].action %q is not one of %s", ErrInvalid, i, s.Action, strings.Join(Actions, ", "))
-		}
 		ok := true
 		if s.OK != nil {
 			ok = *s.OK
@@ -182,20 +145,73 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 		} else if s.Error != "" {
 			ok = false
 		}
-		seq := s.Seq
-		if seq == 0 {
-			seq = i + 1
-		}
-		st := Step{Seq: seq, Action: s.Action, Selector: s.Selector, Fallbacks: s.Fallbacks, Value: s.Value,
+		t.Steps = append(t.Steps, Step{Seq: s.Seq, Action: s.Action, Selector: s.Selector, Fallbacks: s.Fallbacks, Value: s.Value,
 			Param: s.Param, URL: s.URL, OK: ok, Error: s.Error, ErrorKind: s.ErrorKind, HTTPStatus: s.HTTPStatus,
-			Result: capString(resultString(s.Result), 4096), DurationMs: s.DurationMs}
-		if st.Action == "navigate" && st.URL == "" && st.Value != "" {
-			st.URL, st.Value = st.Value, ""
-		}
+			Result: resultString(s.Result), DurationMs: s.DurationMs})
 		if s.Sensitive {
 			sensitive[i] = true
 		}
-		t.Steps = append(t.Steps, st)
+	}
+	if err := e.seal(t, sensitive); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// seal checks a trace a caller filled in and completes what the engine
+// owns: format, id, normalized URL, domain and pattern, intent key, start
+// time, writer and session defaults, step numbers, the failure category
+// (classified) and redaction, with sensitive the steps whose typed values
+// are secrets. It is the one validation of both the JSON input (BuildTrace)
+// and the typed one (SaveTrace).
+func (e *Engine) seal(t *Trace, sensitive map[int]bool) error {
+	n, err := NormalizeURL(t.URL)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if !t.Outcome.Valid() {
+		return fmt.Errorf("%w: outcome %q: use success or failure", ErrInvalid, t.Outcome)
+	}
+	intent := strings.TrimSpace(firstNonEmpty(t.Intent, t.TaskType, t.Task))
+	if len(intent) > MaxIntent {
+		return fmt.Errorf("%w: intent is %d bytes, over the cap of %d", ErrInvalid, len(intent), MaxIntent)
+	}
+	if strings.ContainsAny(intent, "\x00\r\n") {
+		return fmt.Errorf("%w: intent must be one line of text", ErrInvalid)
+	}
+	now := e.now()
+	if t.StartedAt.IsZero() {
+		t.StartedAt = now.Truncate(time.Second) // whole seconds keep the YAML readable
+	}
+	t.StartedAt = t.StartedAt.UTC()
+	if t.StartedAt.After(now.Add(24 * time.Hour)) {
+		return fmt.Errorf("%w: timestamp %s is in the future", ErrInvalid, t.StartedAt.Format(time.RFC3339))
+	}
+	id, err := NewTraceID(now, e.Rand)
+	if err != nil {
+		return fmt.Errorf("making a trace id: %w", err)
+	}
+	t.Format, t.ID, t.Writer = Format, id, firstNonEmpty(t.Writer, e.Writer)
+	t.Intent, t.IntentKey = intent, IntentKey(intent)
+	t.URL, t.Domain, t.URLPattern = n.URL, n.Domain, Pattern(n)
+	if t.Session == "" {
+		t.Session = id
+	}
+	if t.FailureCategory != "" && !t.FailureCategory.Valid() {
+		return fmt.Errorf("%w: failure_category %q is not one of %v", ErrInvalid, t.FailureCategory, FailureCategories)
+	}
+	for i := range t.Steps {
+		st := &t.Steps[i]
+		if !IsAction(st.Action) {
+			return fmt.Errorf("%w: steps[%d].action %q is not one of %s", ErrInvalid, i, st.Action, strings.Join(Actions, ", "))
+		}
+		if st.Seq == 0 {
+			st.Seq = i + 1
+		}
+		st.Result = capString(st.Result, 4096)
+		if st.Action == "navigate" && st.URL == "" && st.Value != "" {
+			st.URL, st.Value = st.Value, ""
+		}
 	}
 	if t.Outcome == Failure {
 		t.FailureCategory = Classify(t)
@@ -203,7 +219,23 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 		t.FailureCategory = ""
 	}
 	Redact(t, sensitive, e.Secrets)
-	return t, nil
+	return nil
+}
+
+// SaveTrace stores a run recorded in process (the agent's) as an immutable
+// trace: the typed counterpart of Save for callers that hold an engine.Trace
+// rather than the external JSON input. t carries what the run recorded (url,
+// intent, task, outcome, steps, result, …); SaveTrace checks it and fills in
+// what the engine owns exactly as Save does (id, format, domain, pattern,
+// intent key, classification, redaction, with sensitive the indexes of steps
+// whose typed values are secrets), then writes it. t is changed in place.
+// Errors: ErrInvalid (wrapped) for a trace that cannot be saved, else the
+// store's.
+func (e *Engine) SaveTrace(ctx context.Context, t *Trace, sensitive map[int]bool) (*SaveResult, error) {
+	if err := e.seal(t, sensitive); err != nil {
+		return nil, err
+	}
+	return e.save(ctx, t, nil)
 }
 
 // Save stores one run as an immutable trace and, when the request carries a
@@ -215,10 +247,15 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (*SaveResult, error)
 	if err != nil {
 		return nil, err
 	}
+	return e.save(ctx, t, req.Facts)
+}
+
+// save writes a sealed trace and applies facts, if any (see Save).
+func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult, error) {
 	if _, err := e.Store.Config(ctx); err != nil {
 		return nil, err
 	}
-	if !req.Facts.Empty() {
+	if !facts.Empty() {
 		// Take the lock before writing anything: a save that cannot patch its
 		// facts writes nothing at all.
 		release, err := e.Store.Lock(ctx)
@@ -233,8 +270,8 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (*SaveResult, error)
 	}
 	res := &SaveResult{Saved: true, ID: t.ID, Domain: t.Domain, Intent: t.Intent, IntentKey: t.IntentKey,
 		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory}
-	if !req.Facts.Empty() {
-		if err := e.patchFacts(ctx, t, req.Facts, res); err != nil {
+	if !facts.Empty() {
+		if err := e.patchFacts(ctx, t, facts, res); err != nil {
 			return res, err
 		}
 	}
@@ -243,7 +280,7 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (*SaveResult, error)
 		return res, err
 	}
 	res.Confidence, res.RetrievalTier = r.Confidence, r.Tier
-	if res.FactsStatus == "" && req.Facts != nil {
+	if res.FactsStatus == "" && facts != nil {
 		res.FactsStatus = r.Status
 	}
 	return res, nil

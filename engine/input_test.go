@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -384,4 +385,68 @@ func FuzzParseTraceInput(f *testing.F) {
 			t.Fatalf("BuildTrace: %v is not ErrInvalid", err)
 		}
 	})
+}
+
+// SaveTrace takes a typed trace through BuildTrace's checks: the same
+// trace as its JSON twin, the same refusals.
+func TestSaveTraceMatchesBuildTrace(t *testing.T) {
+	ctx := context.Background()
+	in, err := engine.ParseTraceInput(readTestdata(t, "trace_camel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := testEngine(nil, t0).BuildTrace(engine.SaveRequest{URL: "https://www.GitHub.com/pemdev/pem?utm_source=x#readme", Trace: in, Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed := built.Clone()
+	typed.Format, typed.ID, typed.Domain, typed.URLPattern, typed.IntentKey = 0, "", "", "", ""
+	typed.URL, typed.Writer = "https://www.GitHub.com/pemdev/pem?utm_source=x#readme", ""
+	for i := range typed.Steps {
+		typed.Steps[i].Seq = 0
+	}
+	typed.Steps[0].URL, typed.Steps[0].Value = "", "https://github.com/pemdev/pem" // a navigate's target in Value, as BuildTrace accepts it
+	st := newFakeStore()
+	res, err := testEngine(st, t0).SaveTrace(ctx, typed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin, err := testEngine(newFakeStore(), t0).Save(ctx, engine.SaveRequest{URL: "https://www.GitHub.com/pemdev/pem?utm_source=x#readme", Trace: in, Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin.ID, twin.TracePath = res.ID, res.TracePath
+	if !res.Saved || res.ID != typed.ID || *res != *twin {
+		t.Errorf("SaveResult = %+v\nwant Save's %+v", res, twin)
+	}
+	built.ID = typed.ID
+	if !reflect.DeepEqual(typed, built) {
+		t.Errorf("typed trace\n%+v\nwant BuildTrace's\n%+v", typed, built)
+	}
+	got, err := st.Trace(ctx, engine.TraceRef{Domain: typed.Domain, Day: typed.StartedAt.Format("2006-01-02"), ID: typed.ID})
+	if err != nil || got.Intent != "star count" {
+		t.Fatalf("stored: %+v %v", got, err)
+	}
+
+	// A typed value marked sensitive is redacted, here and wherever it recurs.
+	pw := &engine.Trace{URL: "https://example.com/login", Outcome: engine.Failure, Result: engine.Result{Answer: "hunter22 rejected"},
+		Steps: []engine.Step{{Action: "type", Selector: "#secret-box", Value: "hunter22", OK: true}, {Action: "click", Selector: "#go", OK: false, Error: "no element"}}}
+	if _, err := testEngine(newFakeStore(), t0).SaveTrace(ctx, pw, map[int]bool{0: true}); err != nil {
+		t.Fatal(err)
+	}
+	if pw.Steps[0].Value != engine.Redacted || strings.Contains(pw.Result.Answer, "hunter22") || pw.FailureCategory == "" {
+		t.Errorf("sensitive step: %+v, answer %q, category %q", pw.Steps[0], pw.Result.Answer, pw.FailureCategory)
+	}
+
+	for name, bad := range map[string]*engine.Trace{
+		"no url":          {Outcome: engine.Success},
+		"outcome":         {URL: "https://example.com/", Outcome: "maybe"},
+		"action":          {URL: "https://example.com/", Outcome: engine.Success, Steps: []engine.Step{{Action: "teleport"}}},
+		"category":        {URL: "https://example.com/", Outcome: engine.Failure, FailureCategory: "gremlins"},
+		"two-line intent": {URL: "https://example.com/", Outcome: engine.Success, Intent: "a\nb"},
+	} {
+		if _, err := testEngine(st, t0).SaveTrace(ctx, bad, nil); !errors.Is(err, engine.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
 }
