@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store/storetest"
 )
 
 const fakeBase = "http://fake.test:8080"
@@ -87,7 +88,7 @@ func (p noPlanner) Next(ctx context.Context, s *State) (Action, error) {
 type env struct {
 	site  *fakeSite
 	br    *fakeBrowser
-	store *memStore
+	store *storetest.MemStore
 	eng   *engine.Engine
 	clock time.Time
 	mu    sync.Mutex
@@ -95,7 +96,7 @@ type env struct {
 
 func newEnv() *env {
 	s := testSite()
-	e := &env{site: s, br: &fakeBrowser{site: s, base: fakeBase}, store: newMemStore(),
+	e := &env{site: s, br: &fakeBrowser{site: s, base: fakeBase}, store: storetest.NewMemStore(),
 		clock: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
 	e.eng = &engine.Engine{Store: e.store, Now: e.now, Writer: "test"}
 	return e
@@ -115,7 +116,7 @@ func (e *env) cfg(task string, p Planner) RunConfig {
 
 func (e *env) only(t *testing.T) *engine.Trace {
 	t.Helper()
-	all := e.store.all()
+	all := e.store.Traces()
 	if len(all) == 0 {
 		t.Fatal("no trace deposited")
 	}
@@ -490,8 +491,8 @@ func TestRunAllParallel(t *testing.T) {
 		}
 		ids[j.Result.TraceID] = true
 	}
-	if len(ids) != 6 || len(e.store.all()) != 6 || e.br.opened != 6 || e.br.closed != 6 {
-		t.Fatalf("ids %d traces %d opened %d closed %d", len(ids), len(e.store.all()), e.br.opened, e.br.closed)
+	if len(ids) != 6 || len(e.store.Traces()) != 6 || e.br.opened != 6 || e.br.closed != 6 {
+		t.Fatalf("ids %d traces %d opened %d closed %d", len(ids), len(e.store.Traces()), e.br.opened, e.br.closed)
 	}
 }
 

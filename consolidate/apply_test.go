@@ -19,6 +19,8 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
 // TestMain doubles as the child consolidator of the kill and serve tests.
@@ -57,17 +59,8 @@ func childConsolidate() int {
 
 var testSig = store.Signature{Name: "pem", Email: "pem@localhost", When: time.Date(2025, 3, 10, 13, 0, 0, 0, time.UTC)}
 
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+// git runs the git CLI in dir (gitcli.Run).
+var git = gitcli.Run
 
 // newRepoTree makes an initialized tree with a git repository and its first
 // commit, and opens it.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/storetest"
 )
 
 var ctx = context.Background()
@@ -45,7 +47,7 @@ func query(t *testing.T, e *engine.Engine, url, intent string) *engine.Recall {
 }
 
 func TestSaveThenQuery(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	res := save(t, e, engine.SaveRequest{URL: "https://www.github.com/pemdev/pem?utm_source=x", Trace: starTrace(t), Session: "s1"})
 	if !res.Saved || res.Domain != "github.com" || res.Intent != "star count" || res.IntentKey != "star-count" ||
@@ -100,7 +102,7 @@ func tickingEngine(store engine.Store) *engine.Engine {
 }
 
 func TestSaveFailureClassified(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := tickingEngine(st)
 	save(t, e, engine.SaveRequest{URL: "https://example.com/item/4031", Intent: "buy item"})
 	res := save(t, e, engine.SaveRequest{URL: "https://example.com/item/4031", Intent: "buy item", Outcome: "failure",
@@ -142,7 +144,7 @@ func containsSub(xs []string, sub string) bool {
 }
 
 func TestSaveFactsPatchMerged(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	p, err := engine.ParsePatch([]byte(`{"selectors":{"stars":"#repo-stars-counter-star"},"hints":["the count is abbreviated"],"knownBlockers":[{"type":"cookie_banner","selector":"#accept","action":"click"}]}`))
 	if err != nil {
@@ -175,7 +177,7 @@ func TestSaveFactsPatchMerged(t *testing.T) {
 }
 
 func TestSaveFactsPatchVerifiedRejected(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	frozen := &engine.Facts{Format: 1, Domain: "github.com", Intent: "star count", IntentKey: "star-count", Status: engine.Verified,
 		URLPatterns: []string{"/*/*"}, Selectors: map[string]engine.Selector{"stars": {Primary: "#stars"}}}
@@ -199,7 +201,7 @@ func TestSaveFactsPatchVerifiedRejected(t *testing.T) {
 }
 
 func TestQueryUnknown(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	r := query(t, e, "https://nothing.example/x", "anything")
 	if r.Tier != engine.P5 || r.Confidence != 0 || r.Domain != "nothing.example" || r.Intent != "anything" {
@@ -224,26 +226,22 @@ func TestQueryUnknown(t *testing.T) {
 }
 
 func TestQueryNeverAnotherDomain(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	p, _ := engine.ParsePatch([]byte(`{"selectors":{"stars":"#a-stars"}}`))
 	save(t, e, engine.SaveRequest{URL: "https://a.example/repo", Intent: "star count", Facts: p,
 		Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "get_text", Selector: "#a-stars"}}}})
 	save(t, e, engine.SaveRequest{URL: "https://b.example/repo", Intent: "star count",
 		Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "get_text", Selector: "#b-stars"}}}})
-	st.mu.Lock()
-	clear(st.reads)
-	st.mu.Unlock()
+	st.ResetReads()
 
 	r := query(t, e, "https://b.example/repo", "star count")
 	if r.Domain != "b.example" || r.Source != "traces" || r.Steps[0].Selector != "#b-stars" || r.PrimarySelectors["stars"] != "" {
 		t.Errorf("b.example got %+v", r)
 	}
-	st.mu.Lock()
-	if st.reads["a.example"] != 0 {
-		t.Errorf("a query for b.example read a.example's records %d times", st.reads["a.example"])
+	if n := st.Reads("a.example"); n != 0 {
+		t.Errorf("a query for b.example read a.example's records %d times", n)
 	}
-	st.mu.Unlock()
 	for _, u := range []string{"https://c.example/repo", "https://sub.a.example/repo", "https://a.example.evil/repo", "https://example/repo"} {
 		if r := query(t, e, u, "star count"); r.Tier != engine.P5 || len(r.Steps) != 0 {
 			t.Errorf("%s got another domain's knowledge: %+v", u, r)
@@ -255,7 +253,7 @@ func TestQueryNeverAnotherDomain(t *testing.T) {
 }
 
 func TestQueryIntentMatching(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	save(t, e, engine.SaveRequest{URL: "https://github.com/pemdev/pem/issues", Intent: "open issues count",
 		Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "get_text", Selector: "#issues-count"}}}})
@@ -295,7 +293,7 @@ func TestQueryIntentMatching(t *testing.T) {
 }
 
 func TestQueryMostSpecificPattern(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	f := &engine.Facts{Format: 1, Domain: "github.com", Intent: "star count", IntentKey: "star-count", Status: engine.Candidate,
 		URLPatterns: []string{"/*/*", "/pemdev/pem"}}
@@ -312,7 +310,7 @@ func TestQueryMostSpecificPattern(t *testing.T) {
 // TestQueryP1: verified, confident, no open blocker → P1; a gate nothing gets
 // past caps it at P2.
 func TestQueryP1(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	f := &engine.Facts{Format: 1, Domain: "github.com", Intent: "star count", IntentKey: "star-count", Status: engine.Verified,
 		URLPatterns: []string{"/*/*"}, Steps: []engine.Step{{Seq: 1, Action: "get_text", Selector: "#stars"}},
@@ -347,7 +345,7 @@ func TestQueryP1(t *testing.T) {
 // TestConfidenceDecaysAfterReload: a new Engine over the same store, later,
 // reports lower confidence for the same evidence — folded or not.
 func TestConfidenceDecaysAfterReload(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	var last *engine.SaveResult
 	for i := 0; i < 6; i++ {
@@ -395,7 +393,7 @@ func TestConfidenceDecaysAfterReload(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	for _, x := range []struct{ url, intent, typ string }{
 		{"https://github.com/pemdev/pem", "star count", "repo_info"},
@@ -482,7 +480,7 @@ func TestList(t *testing.T) {
 }
 
 func TestMemory(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	out, err := e.Memory(ctx, "https://github.com/pemdev/pem", "star count", 0)
 	if err != nil || out != "" {
@@ -505,13 +503,13 @@ func TestMemory(t *testing.T) {
 }
 
 func TestNoTree(t *testing.T) {
-	st := newFakeStore()
-	st.noTree = true
+	st := storetest.NewMemStore()
+	st.SetNoTree(true)
 	e := testEngine(st, t0)
 	if _, err := e.Save(ctx, engine.SaveRequest{URL: "https://example.com/"}); !errors.Is(err, engine.ErrNoTree) {
 		t.Errorf("Save: %v, want ErrNoTree", err)
 	}
-	if len(st.rawTraces()) != 0 {
+	if len(st.RawTraces()) != 0 {
 		t.Error("Save wrote a trace with no tree")
 	}
 	if _, err := e.Query(ctx, "https://example.com/", ""); !errors.Is(err, engine.ErrNoTree) {
@@ -521,25 +519,25 @@ func TestNoTree(t *testing.T) {
 		t.Errorf("List: %v, want ErrNoTree", err)
 	}
 	// Bad input is refused before anything is touched.
-	st.noTree = false
-	if _, err := e.Save(ctx, engine.SaveRequest{URL: "https:///nohost"}); !errors.Is(err, engine.ErrInvalid) || len(st.rawTraces()) != 0 {
-		t.Errorf("bad URL: %v, %d traces written", err, len(st.rawTraces()))
+	st.SetNoTree(false)
+	if _, err := e.Save(ctx, engine.SaveRequest{URL: "https:///nohost"}); !errors.Is(err, engine.ErrInvalid) || len(st.RawTraces()) != 0 {
+		t.Errorf("bad URL: %v, %d traces written", err, len(st.RawTraces()))
 	}
 }
 
 // TestCorruptRecordsWarn: a corrupt file is reported, and the rest still answers.
 func TestCorruptRecordsWarn(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	p, _ := engine.ParsePatch([]byte(`{"hints":["h"]}`))
 	res := save(t, e, engine.SaveRequest{URL: "https://github.com/pemdev/pem", Trace: starTrace(t), Facts: p})
 	save(t, e, engine.SaveRequest{URL: "https://github.com/pemdev/pem", Intent: "forks"})
-	st.corrupt["facts/github.com/star-count"] = true
+	st.Corrupt(store.FactsPath("github.com", "star-count"))
 	r := query(t, e, "https://github.com/pemdev/pem", "star count")
 	if r.Tier == engine.P5 || len(r.Steps) != 3 || !containsSub(r.Warnings, "facts/github.com/star-count.yaml") {
 		t.Errorf("corrupt facts: %+v", r)
 	}
-	st.corrupt["traces/github.com/"+t0.Format("2006-01-02")+"/"+res.ID] = true
+	st.Corrupt(store.TracePath(engine.TraceRef{Domain: "github.com", Day: t0.Format("2006-01-02"), ID: res.ID}))
 	// A new process (no memo of which entry the trace belongs to) reads it,
 	// finds it corrupt, says so, and still answers.
 	e = testEngine(st, t0)
@@ -554,12 +552,12 @@ func TestCorruptRecordsWarn(t *testing.T) {
 
 // TestSaveRedactsBeforeStoring: the store never sees a declared secret.
 func TestSaveRedactsBeforeStoring(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	e.Secrets = map[string]string{"TOKEN": "s3cr3t-t0ken"}
 	save(t, e, engine.SaveRequest{URL: "https://example.com/login?token=s3cr3t-t0ken", Intent: "log in with s3cr3t-t0ken",
 		Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "type", Selector: "#token", Value: "s3cr3t-t0ken"}, {Action: "type", Selector: "#password", Value: "hunter2hunter2"}}}})
-	for _, raw := range st.rawTraces() {
+	for _, raw := range st.RawTraces() {
 		if strings.Contains(raw, "s3cr3t") || strings.Contains(raw, "hunter2") {
 			t.Errorf("stored trace holds a secret: %s", raw)
 		}
@@ -572,7 +570,7 @@ func TestSaveRedactsBeforeStoring(t *testing.T) {
 
 // TestConcurrentSaves: many goroutines saving at once lose nothing (run with -race).
 func TestConcurrentSaves(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := &engine.Engine{Store: st, Now: func() time.Time { return t0 }}
 	p, _ := engine.ParsePatch([]byte(`{"hints":["h"]}`))
 	var wg sync.WaitGroup
@@ -598,7 +596,7 @@ func TestConcurrentSaves(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n := len(st.rawTraces()); n != 40 {
+	if n := len(st.RawTraces()); n != 40 {
 		t.Errorf("%d traces stored, want 40", n)
 	}
 	l, err := e.List(ctx, engine.ListRequest{})
@@ -613,7 +611,7 @@ func TestConcurrentSaves(t *testing.T) {
 }
 
 func TestSaveLockTimeout(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := testEngine(st, t0)
 	release, err := st.Lock(ctx)
 	if err != nil {
@@ -630,7 +628,7 @@ func TestSaveLockTimeout(t *testing.T) {
 	if res != nil {
 		t.Errorf("a save that could not take the lock returned a result: %+v", res)
 	}
-	if n := len(st.traces); n != 0 {
+	if n := len(st.Traces()); n != 0 {
 		t.Errorf("a save that could not take the lock wrote %d traces, want none", n)
 	}
 }
@@ -638,7 +636,7 @@ func TestSaveLockTimeout(t *testing.T) {
 // TestQueryNoIntentTieByEvidence: with no intent and equally specific
 // patterns, the entry with more evidence wins.
 func TestQueryNoIntentTieByEvidence(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := tickingEngine(st)
 	save(t, e, engine.SaveRequest{URL: "https://example.com/a", Intent: "rare task"})
 	for i := 0; i < 3; i++ {
@@ -654,7 +652,7 @@ func TestQueryNoIntentTieByEvidence(t *testing.T) {
 // latest successful trace, but never from one whose page text tried to
 // instruct the agent.
 func TestQuerySkipsInjectedRoute(t *testing.T) {
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	e := tickingEngine(st)
 	save(t, e, engine.SaveRequest{URL: "https://git.example/acme", Intent: "open issues",
 		Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "click", Selector: "a#issues"}}, Answer: "12"}})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store/storetest"
 )
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -406,12 +407,12 @@ func TestSaveTraceMatchesBuildTrace(t *testing.T) {
 		typed.Steps[i].Seq = 0
 	}
 	typed.Steps[0].URL, typed.Steps[0].Value = "", "https://github.com/pemdev/pem" // a navigate's target in Value, as BuildTrace accepts it
-	st := newFakeStore()
+	st := storetest.NewMemStore()
 	res, err := testEngine(st, t0).SaveTrace(ctx, typed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	twin, err := testEngine(newFakeStore(), t0).Save(ctx, engine.SaveRequest{URL: "https://www.GitHub.com/pemdev/pem?utm_source=x#readme", Trace: in, Session: "s1"})
+	twin, err := testEngine(storetest.NewMemStore(), t0).Save(ctx, engine.SaveRequest{URL: "https://www.GitHub.com/pemdev/pem?utm_source=x#readme", Trace: in, Session: "s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +432,7 @@ func TestSaveTraceMatchesBuildTrace(t *testing.T) {
 	// A typed value marked sensitive is redacted, here and wherever it recurs.
 	pw := &engine.Trace{URL: "https://example.com/login", Outcome: engine.Failure, Result: engine.Result{Answer: "hunter22 rejected"},
 		Steps: []engine.Step{{Action: "type", Selector: "#secret-box", Value: "hunter22", OK: true}, {Action: "click", Selector: "#go", OK: false, Error: "no element"}}}
-	if _, err := testEngine(newFakeStore(), t0).SaveTrace(ctx, pw, map[int]bool{0: true}); err != nil {
+	if _, err := testEngine(storetest.NewMemStore(), t0).SaveTrace(ctx, pw, map[int]bool{0: true}); err != nil {
 		t.Fatal(err)
 	}
 	if pw.Steps[0].Value != engine.Redacted || strings.Contains(pw.Result.Answer, "hunter22") || pw.FailureCategory == "" {

@@ -12,21 +12,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
-// gitRun runs the git CLI in dir and returns its trimmed output.
-func gitRun(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+// gitRun runs the git CLI in dir (gitcli.Run).
+var gitRun = gitcli.Run
 
 func writeFile(t testing.TB, dir, rel, content string) {
 	t.Helper()

@@ -6,13 +6,14 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
 // decodeIndex reads an index file with go-git's codec.
@@ -172,11 +173,4 @@ func TestRawIndexConflictAndFallback(t *testing.T) {
 	}
 }
 
-func gitCmd(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
+var gitCmd = gitcli.Output

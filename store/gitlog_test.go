@@ -14,23 +14,12 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/store"
+
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
-// gitlogGit runs the real git CLI in dir with a fixed identity and clock.
-func gitlogGit(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=tester", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=tester", "GIT_COMMITTER_EMAIL=t@example.com",
-		"GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+// gitlogGit runs the real git CLI in dir (gitcli.Run).
+var gitlogGit = gitcli.Run
 
 func gitlogWrite(t testing.TB, dir, rel, content string) {
 	t.Helper()

@@ -118,3 +118,14 @@ func ExperiencePath(domain, key string) string {
 func RefOf(t *engine.Trace) engine.TraceRef {
 	return engine.TraceRef{Domain: t.Domain, Day: t.StartedAt.UTC().Format(dayLayout), ID: t.ID}
 }
+
+// CheckDomain, CheckKey and CheckRef apply the tree's name rules above; an
+// error wraps engine.ErrUnsafePath. Other engine.Store implementations
+// (storetest.MemStore) call them, so that every store refuses the same names.
+func CheckDomain(d string) error { return checkDomain(d) }
+
+// CheckKey checks an intent key (see CheckDomain).
+func CheckKey(k string) error { return checkKey(k) }
+
+// CheckRef checks a trace's domain, day and id (see CheckDomain).
+func CheckRef(ref engine.TraceRef) error { return checkRef(ref) }

@@ -43,7 +43,8 @@ func needChromium(t *testing.T) {
 	}
 }
 
-func runPem(t *testing.T, args ...string) (int, string, string) {
+// runPem runs pem in-process and returns its exit code, stdout and stderr.
+func runPem(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := run(context.Background(), append([]string{"pem"}, args...), strings.NewReader(""), &out, &errb)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/storetest/gitcli"
 	"github.com/pemdev/pem/store/treegen"
 )
 
@@ -25,33 +26,12 @@ import (
 // this test binary named pem first on PATH, and that copy runs main() — the
 // real pem — when invoked under that name.
 
-func shareGit(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	out, err := shareGitErr(dir, args...)
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return out
-}
-
-func shareGitErr(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=tester", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=tester", "GIT_COMMITTER_EMAIL=t@example.com",
-		"GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "XDG_CONFIG_HOME="+dir, "GIT_MERGE_AUTOEDIT=no")
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
-
-// sharePem runs pem in-process and returns its exit code, stdout and stderr.
-func sharePem(t testing.TB, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := run(context.Background(), append([]string{"pem"}, args...), strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
+// shareGit and shareGitErr run the git CLI (gitcli), sharePem runs pem in-process (runPem).
+var (
+	shareGit    = gitcli.Run
+	shareGitErr = gitcli.Output
+	sharePem    = runPem
+)
 
 var shareT0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 

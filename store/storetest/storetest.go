@@ -1,7 +1,7 @@
 // Package storetest is the conformance suite every engine.Store must pass:
 // the behaviour engine's Store interface documents, checked through the
-// interface only. store runs it against *store.Store; a fake store for tests
-// elsewhere should run it too.
+// interface only. store runs it against *store.Store, and this package
+// against MemStore, the one in-memory engine.Store for tests elsewhere.
 package storetest
 
 import (
