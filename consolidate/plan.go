@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -543,7 +542,7 @@ func routeOf(t *engine.Trace, stats map[string]*engine.SelectorStats) ([]engine.
 				st.Fallbacks = ranked[1:]
 			}
 			if _, done := byPrimary[st.Selector]; !done {
-				name := uniqueName(s.Action+"_"+shortName(st.Selector), sels)
+				name := uniqueName(s.Action+"_"+engine.SelectorName(st.Selector), sels)
 				byPrimary[st.Selector] = name
 				sel := engine.Selector{Primary: st.Selector, Fallbacks: st.Fallbacks}
 				if c := stats[st.Selector]; c != nil && c.OK+c.Fail > 0 {
@@ -575,82 +574,6 @@ func rankSelectors(cands []string, stats map[string]*engine.SelectorStats) []str
 		return a.Fail < b.Fail
 	})
 	return cands
-}
-
-var (
-	attrValue = regexp.MustCompile(`\[\s*([a-zA-Z_:-]+)\s*[~|^$*]?=\s*["']?([^"'\]]+)["']?\s*\]`)
-	nonSlug   = regexp.MustCompile(`[^a-z0-9]+`)
-)
-
-// shortName names a selector after what identifies it in its last compound:
-// the id, else a name/label/test-id attribute value, else the first class,
-// else the tag.
-func shortName(sel string) string {
-	last := lastCompound(sel)
-	pick := ""
-	if i := strings.IndexByte(last, '#'); i >= 0 {
-		pick = last[i+1:]
-		if j := strings.IndexAny(pick, ".[:#"); j >= 0 {
-			pick = pick[:j]
-		}
-	}
-	if pick == "" {
-		if m := attrValue.FindStringSubmatch(last); m != nil {
-			pick = m[2]
-		}
-	}
-	if pick == "" {
-		if i := strings.IndexByte(last, '.'); i >= 0 {
-			pick = last[i+1:]
-			if j := strings.IndexAny(pick, ".[:#"); j >= 0 {
-				pick = pick[:j]
-			}
-		}
-	}
-	if pick == "" {
-		pick = last
-		if j := strings.IndexAny(pick, ".[:#"); j >= 0 {
-			pick = pick[:j]
-		}
-	}
-	s := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(pick), "_"), "_")
-	if len(s) > 24 {
-		s = strings.TrimRight(s[:24], "_")
-	}
-	if s == "" {
-		s = "element"
-	}
-	return s
-}
-
-// lastCompound returns the part of a CSS selector after its last combinator
-// (space, >, +, ~) outside brackets, parentheses and quotes.
-func lastCompound(sel string) string {
-	depth, quote, start := 0, byte(0), 0
-	for i := 0; i < len(sel); i++ {
-		c := sel[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '[' || c == '(':
-			depth++
-		case c == ']' || c == ')':
-			depth--
-		case depth == 0 && (c == ' ' || c == '>' || c == '+' || c == '~'):
-			if i+1 < len(sel) {
-				start = i + 1
-			}
-		}
-	}
-	last := strings.TrimSpace(sel[start:])
-	if last == "" {
-		return strings.TrimSpace(sel)
-	}
-	return last
 }
 
 func uniqueName(name string, taken map[string]engine.Selector) string {

@@ -221,24 +221,6 @@ func TestPlanSkipsFoldedAndReappearingTraces(t *testing.T) {
 	}
 }
 
-func TestShortNames(t *testing.T) {
-	for sel, want := range map[string]string{
-		"#repo-stars-counter-star":           "repo_stars_counter_star",
-		"a[href$='/stargazers']":             "stargazers",
-		"div.js-issue-row a.Link--primary":   "link_primary",
-		"input[name=q]":                      "q",
-		"[data-testid=stars-count]":          "stars_count",
-		"button":                             "button",
-		"ul > li:nth-child(2)":               "li",
-		"[aria-label=\"Search or jump to\"]": "search_or_jump_to",
-		"":                                   "element",
-	} {
-		if got := shortName(sel); got != want {
-			t.Errorf("shortName(%q) = %q, want %q", sel, got, want)
-		}
-	}
-}
-
 func TestRankSelectorsBySuccess(t *testing.T) {
 	stats := map[string]*engine.SelectorStats{"a": {OK: 1, Fail: 3}, "b": {OK: 5}, "c": {OK: 5, Fail: 1}}
 	got := rankSelectors([]string{"a", "c", "b", "d", "a"}, stats)

@@ -731,9 +731,9 @@ func rankSelectors(r *route, cur map[string]engine.Selector, stats map[string]*s
 			continue // one name per selector (type then press on the same input)
 		}
 		if name == "" {
-			name = s.Action + "_" + shortName(sel.Primary)
+			name = s.Action + "_" + engine.SelectorName(sel.Primary)
 			for i := 2; used[name] || cur[name].Primary != "" && cur[name].Primary != sel.Primary; i++ {
-				name = fmt.Sprintf("%s_%s_%d", s.Action, shortName(sel.Primary), i)
+				name = fmt.Sprintf("%s_%s_%d", s.Action, engine.SelectorName(sel.Primary), i)
 			}
 		}
 		used[name] = true
@@ -761,48 +761,6 @@ func containsAny(xs []string, set map[string]bool) bool {
 		}
 	}
 	return false
-}
-
-var attrValue = regexp.MustCompile(`\[\s*[a-zA-Z_:-]+\s*[~|^$*]?=\s*["']?([^"'\]]+)["']?\s*\]`)
-
-// shortName names a selector after what identifies its last part: the id,
-// else an attribute value, else the first class, else the tag.
-func shortName(sel string) string {
-	last := sel
-	if i := strings.LastIndexAny(sel, " >+~"); i >= 0 && i+1 < len(sel) && !strings.ContainsAny(sel[i:], "]\"'") {
-		last = sel[i+1:]
-	}
-	pick := ""
-	cut := func(s string) string {
-		if j := strings.IndexAny(s, ".[:#"); j >= 0 {
-			return s[:j]
-		}
-		return s
-	}
-	if i := strings.IndexByte(last, '#'); i >= 0 {
-		pick = cut(last[i+1:])
-	}
-	if pick == "" {
-		if m := attrValue.FindStringSubmatch(last); m != nil {
-			pick = m[1]
-		}
-	}
-	if pick == "" {
-		if i := strings.IndexByte(last, '.'); i >= 0 {
-			pick = cut(last[i+1:])
-		}
-	}
-	if pick == "" {
-		pick = cut(last)
-	}
-	s := strings.Trim(nonWord.ReplaceAllString(strings.ToLower(pick), "_"), "_")
-	if len(s) > 24 {
-		s = strings.TrimRight(s[:24], "_")
-	}
-	if s == "" {
-		s = "element"
-	}
-	return s
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
