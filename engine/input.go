@@ -147,7 +147,7 @@ func snakeKeys(m map[string]json.RawMessage, fields map[string]bool, where strin
 	sort.Strings(keys) // deterministic errors
 	for _, k := range keys {
 		v := m[k]
-		s := snake(k)
+		s := SnakeCase(k)
 		if !fields[s] {
 			return nil, fmt.Errorf("%w: %s: unknown field %q: use one of %s (snake_case or camelCase)", ErrBadTrace, where, k, strings.Join(sortedKeys(fields), ", "))
 		}
@@ -160,13 +160,16 @@ func snakeKeys(m map[string]json.RawMessage, fields map[string]bool, where strin
 	return out, nil
 }
 
-// snake converts camelCase to snake_case ("finalPageURL" → "final_page_url").
-func snake(s string) string {
+// SnakeCase converts a camelCase key to snake_case ("finalPageURL" →
+// "final_page_url", "pageSize" → "page_size", "step2Name" → "step2_name");
+// snake_case keys come back unchanged. It is the one key rule of every input
+// that accepts both spellings: trace JSON, facts patches and MCP arguments.
+func SnakeCase(s string) string {
 	var b strings.Builder
 	rs := []rune(s)
 	for i, r := range rs {
 		if unicode.IsUpper(r) {
-			if i > 0 && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) && rs[i-1] != '_' {
+			if i > 0 && rs[i-1] != '_' && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
 				b.WriteByte('_')
 			}
 			b.WriteRune(unicode.ToLower(r))

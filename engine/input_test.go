@@ -451,3 +451,14 @@ func TestSaveTraceMatchesBuildTrace(t *testing.T) {
 		}
 	}
 }
+
+func TestSnakeCase(t *testing.T) {
+	for in, want := range map[string]string{
+		"url": "url", "taskType": "task_type", "task_type": "task_type", "finalPageURL": "final_page_url",
+		"URL": "url", "HTTPStatus": "http_status", "TaskType": "task_type", "step2Name": "step2_name", "already_Snake": "already_snake",
+	} {
+		if got := engine.SnakeCase(in); got != want {
+			t.Errorf("SnakeCase(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

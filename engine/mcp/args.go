@@ -8,7 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
+
+	"github.com/pemdev/pem/engine"
 )
 
 // errArgs marks arguments the model must fix; the message says how.
@@ -58,25 +59,9 @@ func parseArgs(raw json.RawMessage, allowed []string) (*args, error) {
 	return a, nil
 }
 
-// snake converts camelCase (and kebab-case) to snake_case: "pageSize" → "page_size".
-func snake(s string) string {
-	var b strings.Builder
-	rs := []rune(s)
-	for i, r := range rs {
-		switch {
-		case r == '-':
-			b.WriteByte('_')
-		case unicode.IsUpper(r):
-			if i > 0 && rs[i-1] != '_' && rs[i-1] != '-' && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
-				b.WriteByte('_')
-			}
-			b.WriteRune(unicode.ToLower(r))
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+// snake converts camelCase (engine.SnakeCase) and kebab-case to snake_case:
+// "pageSize" → "page_size", "page-size" → "page_size".
+func snake(s string) string { return engine.SnakeCase(strings.ReplaceAll(s, "-", "_")) }
 
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
