@@ -3,7 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"sort"
@@ -77,7 +77,7 @@ func NormalizeURL(raw string) (NormalizedURL, error) {
 	}
 	host := domain
 	if port != "" {
-		host = net.JoinHostPort(domain, port)
+		host = domain + ":" + port // a domain never holds a colon: IPv6 hosts are refused
 	}
 
 	var segs []string
@@ -128,8 +128,8 @@ func NormalizeDomain(host string) (string, error) {
 	if host == "" {
 		return "", errors.New("the URL has no host")
 	}
-	if ip := net.ParseIP(host); ip != nil {
-		if ip.To4() == nil {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip = ip.Unmap(); !ip.Is4() {
 			return "", errors.New("IPv6 hosts are not supported as knowledge domains")
 		}
 		return ip.String(), nil

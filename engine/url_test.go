@@ -120,6 +120,7 @@ func TestNormalizeDomain(t *testing.T) {
 		{"ÉCOLE.fr", "xn--cole-9oa.fr"},
 		{"example.com.", "example.com"},
 		{"10.0.0.1", "10.0.0.1"},
+		{"::ffff:10.0.0.1", "10.0.0.1"}, // an IPv4-mapped address is its IPv4 address
 		{"wwwexample.com", "wwwexample.com"},
 	}
 	for _, tt := range tests {
@@ -128,7 +129,7 @@ func TestNormalizeDomain(t *testing.T) {
 			t.Errorf("NormalizeDomain(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
-	for _, in := range []string{"", ".", "..", "a/b", `a\b`, "::1", "a..b"} {
+	for _, in := range []string{"", ".", "..", "a/b", `a\b`, "::1", "fe80::1%eth0", "2001:db8::68", "a..b"} {
 		if got, err := engine.NormalizeDomain(in); err == nil {
 			t.Errorf("NormalizeDomain(%q) = %q, want an error", in, got)
 		}
