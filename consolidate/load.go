@@ -10,6 +10,8 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Progress is told how far a long stage is: "read" (new traces decoded) and
@@ -222,54 +224,17 @@ func parallel(ctx context.Context, n int, fn func(i int) error) error {
 }
 
 // parallelN runs fn(0..n-1) on the given number of workers and returns the
-// first error; after an error no new call starts.
+// first error; after an error (or ctx's end) no new call starts.
 func parallelN(ctx context.Context, n, workers int, fn func(i int) error) error {
-	workers = min(workers, n)
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			if err := ctx.Err(); err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, min(workers, n)))
+	for i := 0; i < n; i++ {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
 				return err
 			}
-			if err := fn(i); err != nil {
-				return err
-			}
-		}
-		return nil
+			return fn(i)
+		})
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  int
-	)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				if first != nil || next >= n {
-					mu.Unlock()
-					return
-				}
-				i := next
-				next++
-				mu.Unlock()
-				err := ctx.Err()
-				if err == nil {
-					err = fn(i)
-				}
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
+	return g.Wait()
 }

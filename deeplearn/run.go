@@ -7,11 +7,11 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pemdev/pem/engine"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Filter selects what to mine.
@@ -153,29 +153,12 @@ func readTraces(ctx context.Context, st engine.Store, refs []engine.TraceRef) ([
 
 // parallel runs f(0) … f(n-1) on up to GOMAXPROCS goroutines and waits.
 func parallel(n int, f func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			f(i)
-		}
-		return
+	var g errgroup.Group
+	g.SetLimit(max(1, min(runtime.GOMAXPROCS(0), n)))
+	for i := 0; i < n; i++ {
+		g.Go(func() error { f(i); return nil })
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
+	g.Wait()
 }
 
 // MineAll mines every input.

@@ -12,11 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Base is the generated tree's "now": traces start in the 30 days before it.
@@ -41,43 +42,17 @@ func Generate(ctx context.Context, dir string, domains, intents, traces int, see
 	if _, err := store.Init(ctx, dir); err != nil {
 		return err
 	}
-	workers := max(1, runtime.GOMAXPROCS(0))
-	jobs := make(chan int)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for d := range jobs {
-				if err := domain(dir, d, domains, intents, traces, seed); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	var err error
-loop:
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, runtime.GOMAXPROCS(0)))
 	for d := 0; d < domains; d++ {
-		select {
-		case jobs <- d:
-		case err = <-errs:
-			break loop
-		case <-ctx.Done():
-			err = ctx.Err()
-			break loop
-		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			return domain(dir, d, domains, intents, traces, seed)
+		})
 	}
-	close(jobs)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
-	return err
+	return g.Wait()
 }
 
 func domain(dir string, d, domains, intents, traces int, seed int64) error {
