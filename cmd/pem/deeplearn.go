@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -125,7 +124,7 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		if err != nil {
 			return "", err
 		}
-		files[path.Join("facts", p.Domain, p.IntentKey+".yaml")] = data
+		files[store.FactsPath(p.Domain, p.IntentKey)] = data
 	}
 	if branch == "" {
 		branch = "pem/deep-learn/" + now.Format("2006-01-02")
