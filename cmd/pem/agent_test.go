@@ -136,3 +136,41 @@ func TestDemoCommand(t *testing.T) {
 		t.Fatalf("the demo did not use --knowledge: %v", err)
 	}
 }
+
+func TestBenchCommand(t *testing.T) {
+	needChromium(t)
+	t.Setenv("TMPDIR", t.TempDir()) // the bench's two trees
+	out := filepath.Join(t.TempDir(), "bench")
+	code, stdout, errs := runPem(t, "bench", "--rounds", "2", "--only", "stars", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, errs)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	if err != nil || !strings.HasPrefix(stdout, string(md)) || !strings.Contains(stdout, "wrote "+filepath.Join(out, "summary.md")) {
+		t.Fatalf("summary.md (%v) not what was printed:\n%s", err, stdout)
+	}
+	csvData, err := os.ReadFile(filepath.Join(out, "summary.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(csvData)), "\n")
+	var arms []string
+	for _, r := range rows[1:] {
+		f := strings.Split(r, ",")
+		arms = append(arms, f[0]+" "+f[1])
+		if f[0] == "on" && f[1] == "2" && f[6] != "0" {
+			t.Errorf("memory-on round 2 asked the planner: %s", r)
+		}
+		if f[0] == "off" && f[6] == "0" {
+			t.Errorf("memory-off ran without the planner: %s", r)
+		}
+	}
+	if strings.Join(arms, ",") != "on 1,on 2,on total,off 1,off 2,off total" {
+		t.Errorf("summary.csv rows: %v", arms)
+	}
+	for _, want := range []string{"round 1 memory on  stars", "round 2 memory off stars"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("progress lacks %q:\n%s", want, errs)
+		}
+	}
+}
