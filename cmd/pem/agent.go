@@ -458,16 +458,16 @@ func runDemo(c *cli.Context) error {
 		}
 		dir, temp = filepath.Join(tmp, "knowledge"), true
 	}
-	h, stop, err := startHarness(c)
-	if err != nil {
-		return err
-	}
-	defer stop()
 	on, st, err := demoArm(c, dir)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	h, stop, err := startHarness(c)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	progress := func(r bench.Run) {
 		fmt.Fprintf(c.App.ErrWriter, "round %d %-22s %s %-5v %s\n", r.Round, r.Task, r.Tier, r.Success, bench.OneLine(r.Answer, 60))
 	}
@@ -546,11 +546,6 @@ func runBench(c *cli.Context) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", outDir, err)
 	}
-	h, stop, err := startHarness(c)
-	if err != nil {
-		return err
-	}
-	defer stop()
 	tmp, err := os.MkdirTemp("", "pem-demo-")
 	if err != nil {
 		return err
@@ -567,6 +562,11 @@ func runBench(c *cli.Context) error {
 		return err
 	}
 	defer offStore.Close()
+	h, stop, err := startHarness(c)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	progress := func(r bench.Run) {
 		fmt.Fprintf(c.App.ErrWriter, "round %d memory %-3s %-22s %s %-5v\n", r.Round, r.Memory, r.Task, r.Tier, r.Success)
 	}
