@@ -407,7 +407,7 @@ func openTree(ctx context.Context, dir string) (*store.Store, error) {
 	return st, nil
 }
 
-// demoArm opens the tree in dir (a temporary one when dir is empty) as a
+// demoArm opens (creating it if need be) the tree in dir as a
 // bench arm whose runs may type the demo password.
 func demoArm(c *cli.Context, dir string) (bench.Arm, *store.Store, error) {
 	st, err := openTree(c.Context, dir)
