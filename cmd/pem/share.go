@@ -1,8 +1,8 @@
 package main
 
 // share.go: reviewing and sharing the knowledge through git — merge-driver,
-// sync, diff, log and check. The rules live in consolidate (merge, diff,
-// check) and the git plumbing in store (gitlog.go); this file reads flags,
+// sync, diff, log and check. The rules live in engine (merge.go, diff.go,
+// check.go) and the git plumbing in store (gitlog.go); this file reads flags,
 // files and blobs and wires them together.
 
 import (
@@ -20,7 +20,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/pemdev/pem/consolidate"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
 )
@@ -120,12 +119,12 @@ func shareMerge(baseFile, oursFile, theirsFile, where string) ([]byte, error) {
 		}
 		return true, nil
 	}
-	opt := &consolidate.MergeOptions{Trace: shareTraceLookup(where)}
+	opt := &engine.MergeOptions{Trace: shareTraceLookup(where)}
 	switch kind {
 	case store.KindExperience:
-		return shareMergeKind(data, decode, opt, consolidate.MergeExperience)
+		return shareMergeKind(data, decode, opt, engine.MergeExperience)
 	case store.KindFacts:
-		return shareMergeKind(data, decode, opt, consolidate.MergeFacts)
+		return shareMergeKind(data, decode, opt, engine.MergeFacts)
 	}
 	return nil, fmt.Errorf("not an experience/ or facts/ file: pem merges only those")
 }
@@ -288,26 +287,26 @@ func runDiff(c *cli.Context) error {
 }
 
 // shareDiff builds the report between two commits ("" = the empty tree).
-func shareDiff(c *cli.Context, h *store.History, from, to string) (*consolidate.DiffReport, error) {
+func shareDiff(c *cli.Context, h *store.History, from, to string) (*engine.DiffReport, error) {
 	ctx := c.Context
 	changes, err := h.Diff(ctx, from, to, "")
 	if err != nil {
 		return nil, err
 	}
-	rep := &consolidate.DiffReport{From: shareShort(from), To: shareShort(to), Entries: []consolidate.EntryDiff{}, Traces: []consolidate.TraceDelta{}}
+	rep := &engine.DiffReport{From: shareShort(from), To: shareShort(to), Entries: []engine.EntryDiff{}, Traces: []engine.TraceDelta{}}
 	if from == "" {
 		rep.From = "(empty)"
 	}
 	type pair struct{ factsFrom, factsTo, expFrom, expTo string }
 	entries := map[string]*pair{}
-	traces := map[string]*consolidate.TraceDelta{}
+	traces := map[string]*engine.TraceDelta{}
 	for _, ch := range changes {
 		parts := strings.Split(ch.Path, "/")
 		switch {
 		case parts[0] == "traces" && len(parts) == 4:
 			td := traces[parts[1]]
 			if td == nil {
-				td = &consolidate.TraceDelta{Domain: parts[1]}
+				td = &engine.TraceDelta{Domain: parts[1]}
 				traces[parts[1]] = td
 			}
 			if ch.Added() {
@@ -366,7 +365,7 @@ func shareDiff(c *cli.Context, h *store.History, from, to string) (*consolidate.
 				newF = oldF
 			}
 		}
-		d := consolidate.DiffEntry(oldF, newF, readExp(key, p.expFrom), readExp(key, p.expTo))
+		d := engine.DiffEntry(oldF, newF, readExp(key, p.expFrom), readExp(key, p.expTo))
 		if d.Domain == "" {
 			d.Domain, d.IntentKey, _ = strings.Cut(key, "/")
 		}
@@ -529,13 +528,13 @@ func runCheck(c *cli.Context) error {
 		return err
 	}
 	defer s.Close()
-	var problems []consolidate.CheckProblem
+	var problems []engine.CheckProblem
 	for _, err := range s.Check(ctx) {
-		kind := consolidate.CheckSchema
+		kind := engine.CheckSchema
 		if errors.Is(err, engine.ErrUnsafePath) {
-			kind = consolidate.CheckPath
+			kind = engine.CheckPath
 		}
-		problems = append(problems, consolidate.CheckProblem{Kind: kind, Msg: err.Error()})
+		problems = append(problems, engine.CheckProblem{Kind: kind, Msg: err.Error()})
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -577,7 +576,7 @@ func runCheck(c *cli.Context) error {
 			return fmt.Errorf("reading %s: %w", name, err)
 		}
 		files++
-		problems = append(problems, consolidate.CheckSecrets(rel, data, secrets)...)
+		problems = append(problems, engine.CheckSecrets(rel, data, secrets)...)
 		return nil
 	})
 	if err != nil {
@@ -625,9 +624,9 @@ func runCheck(c *cli.Context) error {
 // facts file that altered a verified version's content. A merge commit's
 // change is only new when it matches none of the other parents' versions
 // (those were checked on their own branch).
-func shareCheckHistory(c *cli.Context, h *store.History) (int, []consolidate.CheckProblem, error) {
+func shareCheckHistory(c *cli.Context, h *store.History) (int, []engine.CheckProblem, error) {
 	ctx := c.Context
-	var problems []consolidate.CheckProblem
+	var problems []engine.CheckProblem
 	commits := 0
 	err := h.Walk(ctx, "HEAD", "facts", func(ci store.CommitInfo, changes []store.FileChange) error {
 		commits++
@@ -654,7 +653,7 @@ func shareCheckHistory(c *cli.Context, h *store.History) (int, []consolidate.Che
 				}
 				nf = &f
 			}
-			p := consolidate.CheckFrozenChange(ch.Path, shareShort(ci.Hash), &of, nf)
+			p := engine.CheckFrozenChange(ch.Path, shareShort(ci.Hash), &of, nf)
 			if p == nil {
 				continue
 			}
@@ -674,7 +673,7 @@ func shareCheckHistory(c *cli.Context, h *store.History) (int, []consolidate.Che
 }
 
 // shareCheckPR checks the change from the merge base of base and HEAD to HEAD.
-func shareCheckPR(c *cli.Context, h *store.History, base string) ([]consolidate.CheckProblem, error) {
+func shareCheckPR(c *cli.Context, h *store.History, base string) ([]engine.CheckProblem, error) {
 	ctx := c.Context
 	if _, err := h.Resolve(ctx, base); err != nil {
 		return nil, usagef("check --pr: %v (in a CI checkout, fetch the base branch first: git fetch origin BASE)", err)
@@ -687,9 +686,9 @@ func shareCheckPR(c *cli.Context, h *store.History, base string) ([]consolidate.
 	if err != nil {
 		return nil, err
 	}
-	var problems []consolidate.CheckProblem
+	var problems []engine.CheckProblem
 	for _, ch := range changes {
-		if p := consolidate.CheckPRChange(ch.Path, ch.Added(), ch.Deleted()); p != nil {
+		if p := engine.CheckPRChange(ch.Path, ch.Added(), ch.Deleted()); p != nil {
 			problems = append(problems, *p)
 		}
 	}
@@ -699,8 +698,8 @@ func shareCheckPR(c *cli.Context, h *store.History, base string) ([]consolidate.
 
 // shareMergeKind decodes ancestor, ours and theirs (an empty ancestor means none),
 // merges them with merge and encodes the result canonically.
-func shareMergeKind[T any](data [3][]byte, decode func([]byte, any, string) (bool, error), opt *consolidate.MergeOptions,
-	merge func(base, ours, theirs *T, opt *consolidate.MergeOptions) (*T, error)) ([]byte, error) {
+func shareMergeKind[T any](data [3][]byte, decode func([]byte, any, string) (bool, error), opt *engine.MergeOptions,
+	merge func(base, ours, theirs *T, opt *engine.MergeOptions) (*T, error)) ([]byte, error) {
 	var b, o, t T
 	hasBase, err := decode(data[0], &b, "ancestor")
 	if err != nil {

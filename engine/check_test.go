@@ -1,10 +1,8 @@
-package consolidate
+package engine
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/pemdev/pem/engine"
 )
 
 func TestCheckSecrets(t *testing.T) {
@@ -62,20 +60,20 @@ func TestCheckSecrets(t *testing.T) {
 }
 
 func TestCheckFrozenChange(t *testing.T) {
-	verified := mergeFacts(engine.Verified, nil)
-	lifecycle := mergeFacts(engine.Contested, func(f *engine.Facts) {
-		f.History = []engine.Transition{{From: engine.Verified, To: engine.Contested}}
+	verified := mergeFacts(Verified, nil)
+	lifecycle := mergeFacts(Contested, func(f *Facts) {
+		f.History = []Transition{{From: Verified, To: Contested}}
 		f.Provenance.LastVerified = mergeT0
 	})
-	edited := mergeFacts(engine.Verified, func(f *engine.Facts) { f.InteractionHints = []string{"sneaky"} })
-	superseding := mergeFacts(engine.Candidate, func(f *engine.Facts) {
-		f.Selectors["stars"] = engine.Selector{Primary: "[data-stars]"}
+	edited := mergeFacts(Verified, func(f *Facts) { f.InteractionHints = []string{"sneaky"} })
+	superseding := mergeFacts(Candidate, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: "[data-stars]"}
 		f.Supersedes = verified.Revision
 	})
-	candidate := mergeFacts(engine.Candidate, nil)
+	candidate := mergeFacts(Candidate, nil)
 	cases := []struct {
 		name     string
-		old, new *engine.Facts
+		old, new *Facts
 		want     bool
 	}{
 		{"lifecycle fields move", verified, lifecycle, false},
