@@ -7,12 +7,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -75,7 +74,7 @@ func runMergeDriver(c *cli.Context) error {
 	if len(args) == 4 {
 		where = args[3]
 	}
-	out, err := shareMerge(args[0], args[1], args[2], strings.Join(args[3:], ""))
+	out, err := shareMerge(c.Context, args[0], args[1], args[2], strings.Join(args[3:], ""))
 	if err != nil {
 		// Non-zero tells git the file conflicts; OURS is left as it was.
 		return cli.Exit(fmt.Sprintf("pem merge-driver: %s: %v: left our version in place; resolve it by hand", where, err), 1)
@@ -88,7 +87,7 @@ func runMergeDriver(c *cli.Context) error {
 
 // shareMerge merges the three versions and returns the merged file's bytes.
 // where is the file's path in the tree (git's %P), "" when unknown.
-func shareMerge(baseFile, oursFile, theirsFile, where string) ([]byte, error) {
+func shareMerge(ctx context.Context, baseFile, oursFile, theirsFile, where string) ([]byte, error) {
 	read := func(name string) ([]byte, error) {
 		f, err := os.Open(name)
 		if err != nil {
@@ -119,7 +118,9 @@ func shareMerge(baseFile, oursFile, theirsFile, where string) ([]byte, error) {
 		}
 		return true, nil
 	}
-	opt := &engine.MergeOptions{Trace: shareTraceLookup(where)}
+	lookup, closeTree := shareTraceLookup(ctx, where)
+	defer closeTree()
+	opt := &engine.MergeOptions{Trace: lookup}
 	switch kind {
 	case store.KindExperience:
 		return shareMergeKind(data, decode, opt, engine.MergeExperience)
@@ -151,30 +152,32 @@ func shareKindOf(where string, data []byte) string {
 }
 
 // shareTraceLookup reads the trace behind a piece of evidence from the
-// working tree, which git's merge runs in: the knowledge tree is the part of
-// where before experience/.
-func shareTraceLookup(where string) func(engine.Evidence) (*engine.Trace, bool) {
+// working tree, which git's merge runs in, through the store (its caps,
+// strict decoding and confinement): the knowledge tree is the part of where
+// before experience/. The lookup is nil when where names no experience file
+// or no tree is there; done releases the store.
+func shareTraceLookup(ctx context.Context, where string) (lookup func(engine.Evidence) (*engine.Trace, bool), done func()) {
 	p := filepath.ToSlash(where)
 	i := strings.LastIndex("/"+p, "/experience/")
 	if where == "" || i < 0 {
-		return nil
+		return nil, func() {}
 	}
-	root := p[:i]
+	root := strings.TrimSuffix(p[:i], "/")
+	if root == "" {
+		root = "."
+	}
+	s, err := store.Open(filepath.FromSlash(root), nil)
+	if err != nil {
+		return nil, func() {}
+	}
+	dom, _, _ := strings.Cut(strings.TrimPrefix(p[i:], "experience/"), "/")
 	return func(e engine.Evidence) (*engine.Trace, bool) {
-		ref := engine.TraceRef{ID: e.Trace, Day: e.At.UTC().Format("2006-01-02")}
-		dom := strings.TrimPrefix(p[i:], "experience/")
-		ref.Domain, _, _ = strings.Cut(dom, "/")
-		name := path.Join(root, store.TracePath(ref))
-		data, err := os.ReadFile(filepath.FromSlash(name))
-		if err != nil {
+		t, err := s.Trace(ctx, engine.TraceRef{Domain: dom, Day: e.At.UTC().Format("2006-01-02"), ID: e.Trace})
+		if err != nil || t.ID != e.Trace {
 			return nil, false
 		}
-		var t engine.Trace
-		if store.Unmarshal(data, &t, store.KindTrace) != nil || t.ID != e.Trace {
-			return nil, false
-		}
-		return &t, true
-	}
+		return t, true
+	}, func() { s.Close() }
 }
 
 // ---- sync ------------------------------------------------------------
@@ -548,33 +551,7 @@ func runCheck(c *cli.Context) error {
 		}
 	}
 	files := 0
-	err = filepath.WalkDir(dir, func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		if !d.Type().IsRegular() {
-			return nil // symlinks and the like: the store's check reports them
-		}
-		rel, _ := filepath.Rel(dir, name)
-		rel = filepath.ToSlash(rel)
-		if rel == ".pem.lock" {
-			return nil
-		}
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(io.LimitReader(f, store.MaxExperienceBytes))
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", name, err)
-		}
+	err = s.Files(ctx, store.MaxExperienceBytes, func(rel string, data []byte) error {
 		files++
 		problems = append(problems, engine.CheckSecrets(rel, data, secrets)...)
 		return nil
@@ -638,12 +615,12 @@ func shareCheckHistory(c *cli.Context, h *store.History) (int, []engine.CheckPro
 			if err != nil {
 				return err
 			}
-			if !bytes.Contains(old, []byte("status: verified")) {
-				continue // cheap filter: only verified versions are frozen
-			}
 			var of engine.Facts
 			if store.Unmarshal(old, &of, store.KindFacts) != nil {
 				continue // an unreadable old version is the schema check's business
+			}
+			if of.Status != engine.Verified {
+				continue // only verified versions are frozen (decided on the parsed status, not on the bytes)
 			}
 			var nf *engine.Facts
 			if !ch.Deleted() {
