@@ -77,10 +77,10 @@ func runMergeDriver(c *cli.Context) error {
 	out, err := shareMerge(c.Context, args[0], args[1], args[2], strings.Join(args[3:], ""))
 	if err != nil {
 		// Non-zero tells git the file conflicts; OURS is left as it was.
-		return cli.Exit(fmt.Sprintf("pem merge-driver: %s: %v: left our version in place; resolve it by hand", where, err), 1)
+		return cli.Exit(fmt.Sprintf("merge-driver: %s: %v: left our version in place; resolve it by hand", where, err), 1)
 	}
 	if err := os.WriteFile(args[1], out, 0o644); err != nil {
-		return cli.Exit(fmt.Sprintf("pem merge-driver: writing %s: %v", args[1], err), 1)
+		return cli.Exit(fmt.Sprintf("merge-driver: writing %s: %v", args[1], err), 1)
 	}
 	return nil
 }
@@ -203,7 +203,7 @@ func runSync(c *cli.Context) error {
 	sig := store.DefaultSignature()
 	res, err := store.Sync(c.Context, dir, store.SyncOptions{Remote: c.Args().First(), Name: sig.Name, Email: sig.Email})
 	if errors.Is(err, store.ErrNotAddOnly) {
-		return cli.Exit("pem: "+err.Error(), exitInternal)
+		return cli.Exit(err.Error(), exitInternal)
 	}
 	if err != nil {
 		return fmt.Errorf("sync of %s: %w", dir, err)
@@ -591,7 +591,7 @@ func runCheck(c *cli.Context) error {
 		fmt.Fprintln(c.App.Writer, p.String())
 	}
 	if len(problems) > 0 {
-		return cli.Exit(fmt.Sprintf("pem: check: %d problem(s) in %s: fix each line above and run pem check again", len(problems), dir), exitInternal)
+		return cli.Exit(fmt.Sprintf("check: %d problem(s) in %s: fix each line above and run pem check again", len(problems), dir), exitInternal)
 	}
 	fmt.Fprintf(c.App.Writer, "ok: %d file(s) and %d commit(s) checked in %s\n", files, commits, dir)
 	return nil

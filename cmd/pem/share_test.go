@@ -364,6 +364,7 @@ func TestMergeDriverUnmergeable(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "their version") {
 		t.Fatalf("exit %d, stderr %q: want a non-zero exit naming their version", code, errs)
 	}
+	shareOnePrefix(t, errs, "pem: merge-driver: facts/example.com/x.yaml: ")
 	if data, _ := os.ReadFile(ours); string(data) != good {
 		t.Fatalf("ours was changed: %q", data)
 	}
@@ -506,6 +507,7 @@ func TestCheckCommand(t *testing.T) {
 		if !strings.Contains(errs, "problem(s)") {
 			t.Errorf("stderr does not summarize: %q", errs)
 		}
+		shareOnePrefix(t, errs, "pem: check: ")
 		return strings.Split(strings.TrimSpace(out), "\n")
 	}
 	one := func(t *testing.T, lines []string, kind, substr string) {
@@ -679,6 +681,7 @@ func TestSyncCommand(t *testing.T) {
 	if code != exitInternal || !strings.Contains(errs, "pull request") || strings.Contains(errs, "report it") {
 		t.Fatalf("non-add-only sync: exit %d, %s", code, errs)
 	}
+	shareOnePrefix(t, errs, "pem: sync: ")
 }
 
 // BenchmarkLogVsGit measures `pem log DOMAIN/INTENT` against
@@ -913,5 +916,19 @@ func TestMergeDriverReadsTracesThroughStore(t *testing.T) {
 	// what the sides prove but counts the shared trace twice.
 	if x := merge(filepath.Join(t.TempDir(), filepath.FromSlash(rel))); x.Attempts != 3 || okOf(x) != 4 {
 		t.Errorf("with no traces: %d attempts, %d selector successes; want 3 and 4", x.Attempts, okOf(x))
+	}
+}
+
+// shareOnePrefix checks that stderr starts with want and carries pem's prefix
+// exactly once per line.
+func shareOnePrefix(t *testing.T, stderr, want string) {
+	t.Helper()
+	if !strings.HasPrefix(stderr, want) {
+		t.Errorf("stderr %q does not start with %q", stderr, want)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if strings.Count(l, "pem: ") != 1 || strings.Contains(l, "pem: pem") || strings.HasPrefix(l, "pem: pem ") {
+			t.Errorf("stderr line %q: want exactly one \"pem: \" prefix", l)
+		}
 	}
 }
