@@ -71,6 +71,15 @@ func TestCheckFrozenChange(t *testing.T) {
 		f.Supersedes = verified.Revision
 	})
 	candidate := mergeFacts(Candidate, nil)
+	unnamed := mergeFacts(Verified, nil)
+	unnamed.Revision = "" // a hand-written entry: the content hash names it
+	supersedingHash := mergeFacts(Candidate, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: "[data-stars]"}
+		f.Supersedes = unnamed.ContentHash()
+	})
+	reordered := mergeFacts(Verified, func(f *Facts) {
+		f.Provenance.Traces = []string{"a", "b"} // provenance is lifecycle, not content
+	})
 	cases := []struct {
 		name     string
 		old, new *Facts
@@ -82,13 +91,16 @@ func TestCheckFrozenChange(t *testing.T) {
 		{"deleted", verified, nil, true},
 		{"unverified may change", candidate, edited, false},
 		{"new file", nil, edited, false},
+		{"new revision supersedes the content hash", unnamed, supersedingHash, false},
+		{"unnamed verified revision edited", unnamed, edited, true},
+		{"status quoted or not, same content", verified, reordered, false},
 	}
 	for _, c := range cases {
 		p := CheckFrozenChange("facts/example.com/find-stars.yaml", "abc", c.old, c.new)
 		if (p != nil) != c.want {
 			t.Errorf("%s: got %v, want problem %v", c.name, p, c.want)
 		}
-		if p != nil && (p.Kind != CheckFrozen || p.Commit != "abc" || !strings.Contains(p.Msg, verified.Revision)) {
+		if p != nil && (p.Kind != CheckFrozen || p.Commit != "abc" || !strings.Contains(p.Msg, "r"+c.old.ContentHash())) {
 			t.Errorf("%s: problem %+v does not name the commit and revision", c.name, p)
 		}
 	}

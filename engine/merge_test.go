@@ -366,3 +366,74 @@ func TestMergeFactsAnswersNewerObservationWins(t *testing.T) {
 		}
 	}
 }
+
+func TestMergeCount(t *testing.T) {
+	cases := []struct {
+		name                           string
+		base, ours, theirs, overlap, n int
+	}{
+		{"disjoint additions add up", 1, 2, 3, 0, 4},
+		{"a trace folded on both sides counts once", 1, 2, 3, 1, 3},
+		{"no ancestor", 0, 2, 3, 0, 5},
+		{"never below the larger side", 0, 2, 3, 9, 3},
+		{"never above the sum of the sides", 5, 2, 3, 0, 3},
+		{"unchanged", 4, 4, 4, 0, 4},
+	}
+	for _, c := range cases {
+		if got := mergeCount(c.base, c.ours, c.theirs, c.overlap); got != c.n {
+			t.Errorf("%s: mergeCount(%d, %d, %d, %d) = %d, want %d", c.name, c.base, c.ours, c.theirs, c.overlap, got, c.n)
+		}
+	}
+}
+
+// TestMergeFactsSymmetric: the order of the sides never changes what is
+// kept (lists keep ours' order, then theirs' additions, so only their order
+// may differ).
+func TestMergeFactsSymmetric(t *testing.T) {
+	setHash := func(f *Facts) string {
+		c := f.Clone()
+		sort.Strings(c.InteractionHints)
+		return c.ContentHash()
+	}
+	base := mergeFacts(Candidate, func(f *Facts) { f.InteractionHints = []string{"old"} })
+	hints := func(status Status, hs ...string) *Facts {
+		return mergeFacts(status, func(f *Facts) { f.InteractionHints = hs })
+	}
+	verifiedA := mergeFacts(Verified, func(f *Facts) { f.Provenance.Traces = []string{"1", "2"} })
+	verifiedB := mergeFacts(Verified, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: "#star-count"}
+		f.Provenance.Traces = []string{"1"}
+	})
+	cases := []struct {
+		name     string
+		a, b     *Facts
+		want     Status
+		wantHash string // the content with a as ours; "" to skip
+	}{
+		{"two candidates add different hints", hints(Candidate, "old", "a"), hints(Candidate, "old", "b"), Candidate, hints(Candidate, "old", "a", "b").ContentHash()},
+		{"a removal and an addition", hints(Candidate), hints(Candidate, "old", "b"), Candidate, hints(Candidate, "b").ContentHash()},
+		{"hypothesis and candidate: the lower", hints(Hypothesis, "old"), hints(Candidate, "old"), Hypothesis, ""},
+		{"verified against an edit: frozen content wins", verifiedA, hints(Candidate, "edited"), Verified, verifiedA.ContentHash()},
+		{"two verified revisions: more evidence wins", verifiedA, verifiedB, Verified, verifiedA.ContentHash()},
+	}
+	now := func() time.Time { return mergeT0 }
+	for _, c := range cases {
+		ab, err := MergeFacts(base, c.a, c.b, &MergeOptions{Now: now})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		ba, err := MergeFacts(base, c.b, c.a, &MergeOptions{Now: now})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if setHash(ab) != setHash(ba) || ab.Status != ba.Status || !reflect.DeepEqual(ab.History, ba.History) {
+			t.Errorf("%s: the order of the sides matters: %s %q vs %s %q", c.name, ab.Status, ab.InteractionHints, ba.Status, ba.InteractionHints)
+		}
+		if ab.Status != c.want {
+			t.Errorf("%s: status %s, want %s", c.name, ab.Status, c.want)
+		}
+		if c.wantHash != "" && ab.ContentHash() != c.wantHash {
+			t.Errorf("%s: content %s (hints %q), want %s", c.name, ab.ContentHash(), ab.InteractionHints, c.wantHash)
+		}
+	}
+}
