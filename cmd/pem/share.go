@@ -615,6 +615,9 @@ func shareCheckHistory(c *cli.Context, h *store.History) (int, []engine.CheckPro
 			if err != nil {
 				return err
 			}
+			if !store.MayHoldScalar(old, string(engine.Verified)) {
+				continue // cannot decode to a verified entry: skip the decode
+			}
 			var of engine.Facts
 			if store.Unmarshal(old, &of, store.KindFacts) != nil {
 				continue // an unreadable old version is the schema check's business
