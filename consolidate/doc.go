@@ -19,6 +19,10 @@
 // The rules and the crash-safety argument are in docs/consolidation.md; every
 // threshold comes from engine.Policy (pem.yaml).
 //
+// consolidate does consolidation only: the rules pem merge-driver, pem diff
+// and pem check share (merging two records, the facts diff, the check rules)
+// are pure functions in engine (merge.go, diff.go, check.go).
+//
 // consolidate imports engine, store and the standard library (plus
 // robfig/cron for scheduling); never agent or deeplearn.
 package consolidate

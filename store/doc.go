@@ -8,7 +8,8 @@
 // There are only a few things here: Init creates a tree, Open opens one, and
 // *Store implements engine.Store on it; Marshal and Unmarshal are the
 // canonical YAML codec every package that touches tree files uses; Check
-// lists every bad file. The git side of the tree (InitRepo, commits, log,
+// lists every bad file, and Files hands every file of the tree to a callback
+// (pem check's secret scan) through the same confinement. The git side of the tree (InitRepo, commits, log,
 // diff) lives in git*.go.
 //
 // Guarantees:

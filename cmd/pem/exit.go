@@ -101,7 +101,8 @@ func classify(err error) (int, string) {
 }
 
 // report prints err on stderr as "pem: <what happened>: <what to do>" and
-// returns its exit code.
+// returns its exit code. It adds the one "pem: " prefix: error messages,
+// cli.Exit's included, never start with one of their own.
 func report(stderr io.Writer, err error) int {
 	code, hint := classify(err)
 	if err == nil {

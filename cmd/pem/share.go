@@ -1,18 +1,17 @@
 package main
 
 // share.go: reviewing and sharing the knowledge through git — merge-driver,
-// sync, diff, log and check. The rules live in consolidate (merge, diff,
-// check) and the git plumbing in store (gitlog.go); this file reads flags,
+// sync, diff, log and check. The rules live in engine (merge.go, diff.go,
+// check.go) and the git plumbing in store (gitlog.go); this file reads flags,
 // files and blobs and wires them together.
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/pemdev/pem/consolidate"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
 )
@@ -76,20 +74,20 @@ func runMergeDriver(c *cli.Context) error {
 	if len(args) == 4 {
 		where = args[3]
 	}
-	out, err := shareMerge(args[0], args[1], args[2], strings.Join(args[3:], ""))
+	out, err := shareMerge(c.Context, args[0], args[1], args[2], strings.Join(args[3:], ""))
 	if err != nil {
 		// Non-zero tells git the file conflicts; OURS is left as it was.
-		return cli.Exit(fmt.Sprintf("pem merge-driver: %s: %v: left our version in place; resolve it by hand", where, err), 1)
+		return cli.Exit(fmt.Sprintf("merge-driver: %s: %v: left our version in place; resolve it by hand", where, err), 1)
 	}
 	if err := os.WriteFile(args[1], out, 0o644); err != nil {
-		return cli.Exit(fmt.Sprintf("pem merge-driver: writing %s: %v", args[1], err), 1)
+		return cli.Exit(fmt.Sprintf("merge-driver: writing %s: %v", args[1], err), 1)
 	}
 	return nil
 }
 
 // shareMerge merges the three versions and returns the merged file's bytes.
 // where is the file's path in the tree (git's %P), "" when unknown.
-func shareMerge(baseFile, oursFile, theirsFile, where string) ([]byte, error) {
+func shareMerge(ctx context.Context, baseFile, oursFile, theirsFile, where string) ([]byte, error) {
 	read := func(name string) ([]byte, error) {
 		f, err := os.Open(name)
 		if err != nil {
@@ -120,12 +118,14 @@ func shareMerge(baseFile, oursFile, theirsFile, where string) ([]byte, error) {
 		}
 		return true, nil
 	}
-	opt := &consolidate.MergeOptions{Trace: shareTraceLookup(where)}
+	lookup, closeTree := shareTraceLookup(ctx, where)
+	defer closeTree()
+	opt := &engine.MergeOptions{Trace: lookup}
 	switch kind {
 	case store.KindExperience:
-		return shareMergeKind(data, decode, opt, consolidate.MergeExperience)
+		return shareMergeKind(data, decode, opt, engine.MergeExperience)
 	case store.KindFacts:
-		return shareMergeKind(data, decode, opt, consolidate.MergeFacts)
+		return shareMergeKind(data, decode, opt, engine.MergeFacts)
 	}
 	return nil, fmt.Errorf("not an experience/ or facts/ file: pem merges only those")
 }
@@ -152,30 +152,32 @@ func shareKindOf(where string, data []byte) string {
 }
 
 // shareTraceLookup reads the trace behind a piece of evidence from the
-// working tree, which git's merge runs in: the knowledge tree is the part of
-// where before experience/.
-func shareTraceLookup(where string) func(engine.Evidence) (*engine.Trace, bool) {
+// working tree, which git's merge runs in, through the store (its caps,
+// strict decoding and confinement): the knowledge tree is the part of where
+// before experience/. The lookup is nil when where names no experience file
+// or no tree is there; done releases the store.
+func shareTraceLookup(ctx context.Context, where string) (lookup func(engine.Evidence) (*engine.Trace, bool), done func()) {
 	p := filepath.ToSlash(where)
 	i := strings.LastIndex("/"+p, "/experience/")
 	if where == "" || i < 0 {
-		return nil
+		return nil, func() {}
 	}
-	root := p[:i]
+	root := strings.TrimSuffix(p[:i], "/")
+	if root == "" {
+		root = "."
+	}
+	s, err := store.Open(filepath.FromSlash(root), nil)
+	if err != nil {
+		return nil, func() {}
+	}
+	dom, _, _ := strings.Cut(strings.TrimPrefix(p[i:], "experience/"), "/")
 	return func(e engine.Evidence) (*engine.Trace, bool) {
-		ref := engine.TraceRef{ID: e.Trace, Day: e.At.UTC().Format("2006-01-02")}
-		dom := strings.TrimPrefix(p[i:], "experience/")
-		ref.Domain, _, _ = strings.Cut(dom, "/")
-		name := path.Join(root, store.TracePath(ref))
-		data, err := os.ReadFile(filepath.FromSlash(name))
-		if err != nil {
+		t, err := s.Trace(ctx, engine.TraceRef{Domain: dom, Day: e.At.UTC().Format("2006-01-02"), ID: e.Trace})
+		if err != nil || t.ID != e.Trace {
 			return nil, false
 		}
-		var t engine.Trace
-		if store.Unmarshal(data, &t, store.KindTrace) != nil || t.ID != e.Trace {
-			return nil, false
-		}
-		return &t, true
-	}
+		return t, true
+	}, func() { s.Close() }
 }
 
 // ---- sync ------------------------------------------------------------
@@ -201,7 +203,7 @@ func runSync(c *cli.Context) error {
 	sig := store.DefaultSignature()
 	res, err := store.Sync(c.Context, dir, store.SyncOptions{Remote: c.Args().First(), Name: sig.Name, Email: sig.Email})
 	if errors.Is(err, store.ErrNotAddOnly) {
-		return cli.Exit("pem: "+err.Error(), exitInternal)
+		return cli.Exit(err.Error(), exitInternal)
 	}
 	if err != nil {
 		return fmt.Errorf("sync of %s: %w", dir, err)
@@ -288,26 +290,26 @@ func runDiff(c *cli.Context) error {
 }
 
 // shareDiff builds the report between two commits ("" = the empty tree).
-func shareDiff(c *cli.Context, h *store.History, from, to string) (*consolidate.DiffReport, error) {
+func shareDiff(c *cli.Context, h *store.History, from, to string) (*engine.DiffReport, error) {
 	ctx := c.Context
 	changes, err := h.Diff(ctx, from, to, "")
 	if err != nil {
 		return nil, err
 	}
-	rep := &consolidate.DiffReport{From: shareShort(from), To: shareShort(to), Entries: []consolidate.EntryDiff{}, Traces: []consolidate.TraceDelta{}}
+	rep := &engine.DiffReport{From: shareShort(from), To: shareShort(to), Entries: []engine.EntryDiff{}, Traces: []engine.TraceDelta{}}
 	if from == "" {
 		rep.From = "(empty)"
 	}
 	type pair struct{ factsFrom, factsTo, expFrom, expTo string }
 	entries := map[string]*pair{}
-	traces := map[string]*consolidate.TraceDelta{}
+	traces := map[string]*engine.TraceDelta{}
 	for _, ch := range changes {
 		parts := strings.Split(ch.Path, "/")
 		switch {
 		case parts[0] == "traces" && len(parts) == 4:
 			td := traces[parts[1]]
 			if td == nil {
-				td = &consolidate.TraceDelta{Domain: parts[1]}
+				td = &engine.TraceDelta{Domain: parts[1]}
 				traces[parts[1]] = td
 			}
 			if ch.Added() {
@@ -366,7 +368,7 @@ func shareDiff(c *cli.Context, h *store.History, from, to string) (*consolidate.
 				newF = oldF
 			}
 		}
-		d := consolidate.DiffEntry(oldF, newF, readExp(key, p.expFrom), readExp(key, p.expTo))
+		d := engine.DiffEntry(oldF, newF, readExp(key, p.expFrom), readExp(key, p.expTo))
 		if d.Domain == "" {
 			d.Domain, d.IntentKey, _ = strings.Cut(key, "/")
 		}
@@ -529,13 +531,13 @@ func runCheck(c *cli.Context) error {
 		return err
 	}
 	defer s.Close()
-	var problems []consolidate.CheckProblem
+	var problems []engine.CheckProblem
 	for _, err := range s.Check(ctx) {
-		kind := consolidate.CheckSchema
+		kind := engine.CheckSchema
 		if errors.Is(err, engine.ErrUnsafePath) {
-			kind = consolidate.CheckPath
+			kind = engine.CheckPath
 		}
-		problems = append(problems, consolidate.CheckProblem{Kind: kind, Msg: err.Error()})
+		problems = append(problems, engine.CheckProblem{Kind: kind, Msg: err.Error()})
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -549,35 +551,9 @@ func runCheck(c *cli.Context) error {
 		}
 	}
 	files := 0
-	err = filepath.WalkDir(dir, func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		if !d.Type().IsRegular() {
-			return nil // symlinks and the like: the store's check reports them
-		}
-		rel, _ := filepath.Rel(dir, name)
-		rel = filepath.ToSlash(rel)
-		if rel == ".pem.lock" {
-			return nil
-		}
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(io.LimitReader(f, store.MaxExperienceBytes))
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", name, err)
-		}
+	err = s.Files(ctx, store.MaxExperienceBytes, func(rel string, data []byte) error {
 		files++
-		problems = append(problems, consolidate.CheckSecrets(rel, data, secrets)...)
+		problems = append(problems, engine.CheckSecrets(rel, data, secrets)...)
 		return nil
 	})
 	if err != nil {
@@ -615,7 +591,7 @@ func runCheck(c *cli.Context) error {
 		fmt.Fprintln(c.App.Writer, p.String())
 	}
 	if len(problems) > 0 {
-		return cli.Exit(fmt.Sprintf("pem: check: %d problem(s) in %s: fix each line above and run pem check again", len(problems), dir), exitInternal)
+		return cli.Exit(fmt.Sprintf("check: %d problem(s) in %s: fix each line above and run pem check again", len(problems), dir), exitInternal)
 	}
 	fmt.Fprintf(c.App.Writer, "ok: %d file(s) and %d commit(s) checked in %s\n", files, commits, dir)
 	return nil
@@ -625,9 +601,9 @@ func runCheck(c *cli.Context) error {
 // facts file that altered a verified version's content. A merge commit's
 // change is only new when it matches none of the other parents' versions
 // (those were checked on their own branch).
-func shareCheckHistory(c *cli.Context, h *store.History) (int, []consolidate.CheckProblem, error) {
+func shareCheckHistory(c *cli.Context, h *store.History) (int, []engine.CheckProblem, error) {
 	ctx := c.Context
-	var problems []consolidate.CheckProblem
+	var problems []engine.CheckProblem
 	commits := 0
 	err := h.Walk(ctx, "HEAD", "facts", func(ci store.CommitInfo, changes []store.FileChange) error {
 		commits++
@@ -639,12 +615,15 @@ func shareCheckHistory(c *cli.Context, h *store.History) (int, []consolidate.Che
 			if err != nil {
 				return err
 			}
-			if !bytes.Contains(old, []byte("status: verified")) {
-				continue // cheap filter: only verified versions are frozen
+			if !store.MayHoldScalar(old, string(engine.Verified)) {
+				continue // cannot decode to a verified entry: skip the decode
 			}
 			var of engine.Facts
 			if store.Unmarshal(old, &of, store.KindFacts) != nil {
 				continue // an unreadable old version is the schema check's business
+			}
+			if of.Status != engine.Verified {
+				continue // only verified versions are frozen (decided on the parsed status, not on the bytes)
 			}
 			var nf *engine.Facts
 			if !ch.Deleted() {
@@ -654,7 +633,7 @@ func shareCheckHistory(c *cli.Context, h *store.History) (int, []consolidate.Che
 				}
 				nf = &f
 			}
-			p := consolidate.CheckFrozenChange(ch.Path, shareShort(ci.Hash), &of, nf)
+			p := engine.CheckFrozenChange(ch.Path, shareShort(ci.Hash), &of, nf)
 			if p == nil {
 				continue
 			}
@@ -674,7 +653,7 @@ func shareCheckHistory(c *cli.Context, h *store.History) (int, []consolidate.Che
 }
 
 // shareCheckPR checks the change from the merge base of base and HEAD to HEAD.
-func shareCheckPR(c *cli.Context, h *store.History, base string) ([]consolidate.CheckProblem, error) {
+func shareCheckPR(c *cli.Context, h *store.History, base string) ([]engine.CheckProblem, error) {
 	ctx := c.Context
 	if _, err := h.Resolve(ctx, base); err != nil {
 		return nil, usagef("check --pr: %v (in a CI checkout, fetch the base branch first: git fetch origin BASE)", err)
@@ -687,9 +666,9 @@ func shareCheckPR(c *cli.Context, h *store.History, base string) ([]consolidate.
 	if err != nil {
 		return nil, err
 	}
-	var problems []consolidate.CheckProblem
+	var problems []engine.CheckProblem
 	for _, ch := range changes {
-		if p := consolidate.CheckPRChange(ch.Path, ch.Added(), ch.Deleted()); p != nil {
+		if p := engine.CheckPRChange(ch.Path, ch.Added(), ch.Deleted()); p != nil {
 			problems = append(problems, *p)
 		}
 	}
@@ -699,8 +678,8 @@ func shareCheckPR(c *cli.Context, h *store.History, base string) ([]consolidate.
 
 // shareMergeKind decodes ancestor, ours and theirs (an empty ancestor means none),
 // merges them with merge and encodes the result canonically.
-func shareMergeKind[T any](data [3][]byte, decode func([]byte, any, string) (bool, error), opt *consolidate.MergeOptions,
-	merge func(base, ours, theirs *T, opt *consolidate.MergeOptions) (*T, error)) ([]byte, error) {
+func shareMergeKind[T any](data [3][]byte, decode func([]byte, any, string) (bool, error), opt *engine.MergeOptions,
+	merge func(base, ours, theirs *T, opt *engine.MergeOptions) (*T, error)) ([]byte, error) {
 	var b, o, t T
 	hasBase, err := decode(data[0], &b, "ancestor")
 	if err != nil {

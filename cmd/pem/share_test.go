@@ -344,6 +344,7 @@ func TestMergeDriverUnmergeable(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "their version") {
 		t.Fatalf("exit %d, stderr %q: want a non-zero exit naming their version", code, errs)
 	}
+	shareOnePrefix(t, errs, "pem: merge-driver: facts/example.com/x.yaml: ")
 	if data, _ := os.ReadFile(ours); string(data) != good {
 		t.Fatalf("ours was changed: %q", data)
 	}
@@ -486,6 +487,7 @@ func TestCheckCommand(t *testing.T) {
 		if !strings.Contains(errs, "problem(s)") {
 			t.Errorf("stderr does not summarize: %q", errs)
 		}
+		shareOnePrefix(t, errs, "pem: check: ")
 		return strings.Split(strings.TrimSpace(out), "\n")
 	}
 	one := func(t *testing.T, lines []string, kind, substr string) {
@@ -511,6 +513,27 @@ func TestCheckCommand(t *testing.T) {
 		bad := shareGit(t, dir, "rev-parse", "--short=10", "HEAD")
 		one(t, problems(t, dir), "frozen", "commit "+bad)
 	})
+	t.Run("frozen content with a hand-written status", func(t *testing.T) {
+		// The status is read from the parsed entry: a verified entry whose
+		// status line is quoted by hand is as frozen as one pem wrote.
+		dir, _ := shareHistoryRepo(t)
+		name := filepath.Join(dir, "facts/example.com/find-stars.yaml")
+		data := string(must(os.ReadFile(name)))
+		quoted := strings.Replace(data, "status: verified", `status: "verified"`, 1)
+		if quoted == data {
+			t.Fatalf("test setup: no verified status in\n%s", data)
+		}
+		os.WriteFile(name, []byte(quoted), 0o644)
+		shareGit(t, dir, "commit", "-q", "-am", "quote the status")
+		os.WriteFile(name, []byte(strings.Replace(quoted, "primary: '#forks'", "primary: '#forks-renamed'", 1)), 0o644)
+		shareGit(t, dir, "commit", "-q", "-am", "hand edit of a verified entry")
+		bad := shareGit(t, dir, "rev-parse", "--short=10", "HEAD")
+		lines := problems(t, dir)
+		one(t, lines, "frozen", "commit "+bad)
+		if len(lines) != 1 {
+			t.Errorf("want only the edit reported (quoting changes no content):\n%s", strings.Join(lines, "\n"))
+		}
+	})
 	t.Run("lifecycle change is fine", func(t *testing.T) {
 		dir, _ := shareHistoryRepo(t)
 		s := shareOpen(t, "x", dir, 1)
@@ -528,11 +551,15 @@ func TestCheckCommand(t *testing.T) {
 		tok := "ghp_" + strings.Repeat("Z9", 18)
 		os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("token "+tok+"\n"), 0o644)
 		os.WriteFile(filepath.Join(dir, "more.txt"), []byte("hello\nopen sesame-42\n"), 0o644)
+		os.MkdirAll(filepath.Join(dir, ".notes"), 0o755)
+		os.WriteFile(filepath.Join(dir, ".notes", "todo"), []byte("token "+tok+"\n"), 0o644)
+		os.Symlink(filepath.Join(t.TempDir(), "nowhere"), filepath.Join(dir, "dangling")) // not followed, not an error
 		t.Setenv(EnvSecretEnv, "SITE_PW, UNSET_ONE")
 		t.Setenv("SITE_PW", "sesame-42")
 		lines := problems(t, dir)
 		one(t, lines, "secret", "notes.txt: line 1 holds a GitHub token")
 		one(t, lines, "secret", "more.txt: line 2 holds the value of $SITE_PW")
+		one(t, lines, "secret", ".notes/todo: line 1 holds a GitHub token")
 		if strings.Contains(strings.Join(lines, "\n"), "sesame-42") || strings.Contains(strings.Join(lines, "\n"), tok) {
 			t.Fatal("check printed a secret")
 		}
@@ -634,6 +661,7 @@ func TestSyncCommand(t *testing.T) {
 	if code != exitInternal || !strings.Contains(errs, "pull request") || strings.Contains(errs, "report it") {
 		t.Fatalf("non-add-only sync: exit %d, %s", code, errs)
 	}
+	shareOnePrefix(t, errs, "pem: sync: ")
 }
 
 // BenchmarkLogVsGit measures `pem log DOMAIN/INTENT` against
@@ -804,4 +832,83 @@ func shareBuildBig(b *testing.B, dir string, domains, intents int, target string
 	files := strings.Count(shareGit(b, dir, "ls-files"), "\n") + 1
 	b.Logf("tree: %d files, %d commits, built in %v", files, shareBenchCommits+1, time.Since(start).Round(time.Second))
 	return os.WriteFile(filepath.Join(dir, ".git", "pem-bench-done"), nil, 0o644)
+}
+
+// TestMergeDriverReadsTracesThroughStore: a trace folded on both sides since
+// the ancestor is counted once in the selector stats, because the driver
+// reads it from the working tree (through the store) and subtracts it once.
+func TestMergeDriverReadsTracesThroughStore(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "k")
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	tm := shareOpen(t, "a", dir, 1)
+	rel := store.ExperiencePath("example.com", engine.IntentKey("find stars"))
+	snapshot := func() []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	tm.run(t, "example.com", "find stars", 1, true, "#stars")
+	base := snapshot()
+	tm.run(t, "example.com", "find stars", 2, true, "#stars") // folded on both sides
+	ours := snapshot()
+	tm.run(t, "example.com", "find stars", 3, true, "#stars") // theirs only
+	theirs := snapshot()
+
+	merge := func(where string) *engine.Experience {
+		t.Helper()
+		tmp := t.TempDir()
+		files := map[string][]byte{"base": base, "ours": ours, "theirs": theirs}
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, _, errs := sharePem(t, "merge-driver", filepath.Join(tmp, "base"), filepath.Join(tmp, "ours"), filepath.Join(tmp, "theirs"), where); code != 0 {
+			t.Fatalf("merge-driver: exit %d: %s", code, errs)
+		}
+		data, err := os.ReadFile(filepath.Join(tmp, "ours"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x engine.Experience
+		if err := store.Unmarshal(data, &x, store.KindExperience); err != nil {
+			t.Fatal(err)
+		}
+		return &x
+	}
+	okOf := func(x *engine.Experience) int {
+		n := 0
+		for _, st := range x.Selectors {
+			n += st.OK
+		}
+		return n
+	}
+	if x := merge(filepath.Join(dir, filepath.FromSlash(rel))); x.Attempts != 3 || okOf(x) != 3 {
+		t.Errorf("with the traces readable: %d attempts, %d selector successes; want 3 and 3", x.Attempts, okOf(x))
+	}
+	// Without a tree to read the shared trace from, the count stays within
+	// what the sides prove but counts the shared trace twice.
+	if x := merge(filepath.Join(t.TempDir(), filepath.FromSlash(rel))); x.Attempts != 3 || okOf(x) != 4 {
+		t.Errorf("with no traces: %d attempts, %d selector successes; want 3 and 4", x.Attempts, okOf(x))
+	}
+}
+
+// shareOnePrefix checks that stderr starts with want and carries pem's prefix
+// exactly once per line.
+func shareOnePrefix(t *testing.T, stderr, want string) {
+	t.Helper()
+	if !strings.HasPrefix(stderr, want) {
+		t.Errorf("stderr %q does not start with %q", stderr, want)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if strings.Count(l, "pem: ") != 1 || strings.Contains(l, "pem: pem") || strings.HasPrefix(l, "pem: pem ") {
+			t.Errorf("stderr line %q: want exactly one \"pem: \" prefix", l)
+		}
+	}
 }

@@ -1,12 +1,10 @@
-package consolidate
+package engine
 
 import (
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
-
-	"github.com/pemdev/pem/engine"
 )
 
 // This file holds the rules of `pem check` that are not the store's own
@@ -88,7 +86,7 @@ func checkHarmless(v string) bool {
 // AWS keys, GitHub and Slack tokens, API keys, JWTs, bearer tokens, passwords
 // in URLs and password= assignments) and for the literal values given (name →
 // value, e.g. the environment variables listed in PEM_SECRET_ENV; values
-// shorter than 4 characters are ignored, as in engine.Redact). pem's
+// shorter than 4 characters are ignored, as in Redact). pem's
 // placeholders ({{secret:NAME}}, {{redacted}}) are not secrets. A problem
 // names the line and the kind, never the value.
 func CheckSecrets(path string, data []byte, values map[string]string) []CheckProblem {
@@ -143,8 +141,8 @@ func CheckSecrets(path string, data []byte, values map[string]string) []CheckPro
 // content without superseding the old revision (or the entry was deleted).
 // Lifecycle fields (status, history, last_verified, provenance) may move.
 // commit names the commit that made the change.
-func CheckFrozenChange(path, commit string, old, new *engine.Facts) *CheckProblem {
-	if old == nil || old.Status != engine.Verified {
+func CheckFrozenChange(path, commit string, old, new *Facts) *CheckProblem {
+	if old == nil || old.Status != Verified {
 		return nil
 	}
 	rev := old.Revision

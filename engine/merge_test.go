@@ -1,4 +1,4 @@
-package consolidate
+package engine
 
 import (
 	"fmt"
@@ -7,39 +7,37 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pemdev/pem/engine"
 )
 
 var mergeT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // mergeTrace makes a trace id n clicking the given selectors (ok or not).
-func mergeTrace(n int, outcome engine.Outcome, sels ...string) *engine.Trace {
-	t := &engine.Trace{
+func mergeTrace(n int, outcome Outcome, sels ...string) *Trace {
+	t := &Trace{
 		ID: fmt.Sprintf("01J%023d", n), Domain: "example.com", Intent: "find stars", IntentKey: "find-stars",
 		URL: "https://example.com/r", URLPattern: "example.com/r", Outcome: outcome, Session: fmt.Sprintf("s%d", n%3),
 		StartedAt: mergeT0.Add(time.Duration(n) * time.Minute), DurationMs: int64(100 * n),
 	}
-	t.Steps = append(t.Steps, engine.Step{Seq: 1, Action: "navigate", URL: t.URL, OK: true})
+	t.Steps = append(t.Steps, Step{Seq: 1, Action: "navigate", URL: t.URL, OK: true})
 	for i, s := range sels {
-		t.Steps = append(t.Steps, engine.Step{Seq: i + 2, Action: "click", Selector: s, OK: outcome == engine.Success || i < len(sels)-1})
+		t.Steps = append(t.Steps, Step{Seq: i + 2, Action: "click", Selector: s, OK: outcome == Success || i < len(sels)-1})
 	}
-	if outcome == engine.Failure {
+	if outcome == Failure {
 		t.Error = "element not found"
-		t.FailureCategory = engine.SelectorDrift
+		t.FailureCategory = SelectorDrift
 	}
 	return t
 }
 
-func mergeFold(ts ...*engine.Trace) *engine.Experience {
-	x := &engine.Experience{}
+func mergeFold(ts ...*Trace) *Experience {
+	x := &Experience{}
 	for _, t := range ts {
 		x.Fold(t)
 	}
 	return x
 }
 
-func mergeIDs(x *engine.Experience) []string {
+func mergeIDs(x *Experience) []string {
 	var ids []string
 	for _, e := range x.Evidence {
 		ids = append(ids, e.Trace)
@@ -49,15 +47,15 @@ func mergeIDs(x *engine.Experience) []string {
 }
 
 func TestMergeExperienceUnionNotSum(t *testing.T) {
-	tr := map[int]*engine.Trace{}
+	tr := map[int]*Trace{}
 	for i := 1; i <= 9; i++ {
-		o := engine.Success
+		o := Success
 		if i%4 == 0 {
-			o = engine.Failure
+			o = Failure
 		}
 		tr[i] = mergeTrace(i, o, "#stars", "#forks")
 	}
-	lookup := func(e engine.Evidence) (*engine.Trace, bool) {
+	lookup := func(e Evidence) (*Trace, bool) {
 		for _, t := range tr {
 			if t.ID == e.Trace {
 				return t, true
@@ -78,14 +76,14 @@ func TestMergeExperienceUnionNotSum(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pick := func(ns []int) []*engine.Trace {
-				var out []*engine.Trace
+			pick := func(ns []int) []*Trace {
+				var out []*Trace
 				for _, n := range ns {
 					out = append(out, tr[n])
 				}
 				return out
 			}
-			var base *engine.Experience
+			var base *Experience
 			if c.base != nil {
 				base = mergeFold(pick(c.base)...)
 			}
@@ -137,7 +135,7 @@ func TestMergeExperienceUnionNotSum(t *testing.T) {
 }
 
 func TestMergeExperienceOverlapWithoutTraceStaysBounded(t *testing.T) {
-	a, b, c := mergeTrace(1, engine.Success, "#x"), mergeTrace(2, engine.Success, "#x"), mergeTrace(3, engine.Success, "#x")
+	a, b, c := mergeTrace(1, Success, "#x"), mergeTrace(2, Success, "#x"), mergeTrace(3, Success, "#x")
 	base := mergeFold(a)
 	ours, theirs := mergeFold(a, b), mergeFold(a, b, c) // b folded on both sides, its file gone
 	got, err := MergeExperience(base, ours, theirs, nil)
@@ -154,33 +152,33 @@ func TestMergeExperienceOverlapWithoutTraceStaysBounded(t *testing.T) {
 }
 
 func TestMergeExperienceHonoursRemoval(t *testing.T) {
-	a, b := mergeTrace(1, engine.Success), mergeTrace(2, engine.Success)
+	a, b := mergeTrace(1, Success), mergeTrace(2, Success)
 	base := mergeFold(a, b)
 	ours := mergeFold(a) // a side dropped b on purpose
-	theirs := mergeFold(a, b, mergeTrace(3, engine.Success))
+	theirs := mergeFold(a, b, mergeTrace(3, Success))
 	got, err := MergeExperience(base, ours, theirs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ids := mergeIDs(got); !reflect.DeepEqual(ids, []string{a.ID, mergeTrace(3, engine.Success).ID}) {
+	if ids := mergeIDs(got); !reflect.DeepEqual(ids, []string{a.ID, mergeTrace(3, Success).ID}) {
 		t.Fatalf("evidence = %v", ids)
 	}
 }
 
 func TestMergeExperienceRefusesDifferentEntries(t *testing.T) {
-	o := mergeFold(mergeTrace(1, engine.Success))
-	th := mergeFold(mergeTrace(2, engine.Success))
+	o := mergeFold(mergeTrace(1, Success))
+	th := mergeFold(mergeTrace(2, Success))
 	th.IntentKey = "other"
 	if _, err := MergeExperience(nil, o, th, nil); err == nil {
 		t.Fatal("merging two different entries succeeded")
 	}
 }
 
-func mergeFacts(status engine.Status, mod func(*engine.Facts)) *engine.Facts {
-	f := &engine.Facts{Format: 1, Domain: "example.com", Intent: "find stars", IntentKey: "find-stars", Status: status,
+func mergeFacts(status Status, mod func(*Facts)) *Facts {
+	f := &Facts{Format: 1, Domain: "example.com", Intent: "find stars", IntentKey: "find-stars", Status: status,
 		URLPatterns: []string{"example.com/r"},
-		Selectors:   map[string]engine.Selector{"stars": {Primary: "#stars"}},
-		Steps:       []engine.Step{{Seq: 1, Action: "navigate", URL: "https://example.com/r", OK: true}, {Seq: 2, Action: "get_text", Selector: "#stars", OK: true}},
+		Selectors:   map[string]Selector{"stars": {Primary: "#stars"}},
+		Steps:       []Step{{Seq: 1, Action: "navigate", URL: "https://example.com/r", OK: true}, {Seq: 2, Action: "get_text", Selector: "#stars", OK: true}},
 	}
 	if mod != nil {
 		mod(f)
@@ -190,24 +188,24 @@ func mergeFacts(status engine.Status, mod func(*engine.Facts)) *engine.Facts {
 }
 
 func TestMergeFactsUnverifiedFieldByField(t *testing.T) {
-	base := mergeFacts(engine.Candidate, func(f *engine.Facts) {
+	base := mergeFacts(Candidate, func(f *Facts) {
 		f.InteractionHints = []string{"wait for the list", "old hint"}
-		f.KnownBlockers = []engine.Blocker{{Type: "cookie_banner", Selector: "#cookies", Action: "click"}}
+		f.KnownBlockers = []Blocker{{Type: "cookie_banner", Selector: "#cookies", Action: "click"}}
 	})
-	ours := mergeFacts(engine.Candidate, func(f *engine.Facts) {
+	ours := mergeFacts(Candidate, func(f *Facts) {
 		f.InteractionHints = []string{"wait for the list", "scroll first"} // removed "old hint"
-		f.KnownBlockers = []engine.Blocker{{Type: "cookie_banner", Selector: "#cookies", Action: "click"}}
-		f.Selectors["forks"] = engine.Selector{Primary: "#forks"}
+		f.KnownBlockers = []Blocker{{Type: "cookie_banner", Selector: "#cookies", Action: "click"}}
+		f.Selectors["forks"] = Selector{Primary: "#forks"}
 		f.AntiPatterns = []string{".old-stars"}
 		f.Provenance.Traces = []string{"A", "B"}
 	})
-	theirs := mergeFacts(engine.Hypothesis, func(f *engine.Facts) {
+	theirs := mergeFacts(Hypothesis, func(f *Facts) {
 		f.InteractionHints = []string{"wait for the list", "old hint", "dismiss the banner"}
-		f.KnownBlockers = []engine.Blocker{{Type: "cookie_banner", Selector: "#cookies", Action: "click", Note: "appears once"}, {Type: "login_wall"}}
-		f.Selectors["watchers"] = engine.Selector{Primary: "#watchers"}
+		f.KnownBlockers = []Blocker{{Type: "cookie_banner", Selector: "#cookies", Action: "click", Note: "appears once"}, {Type: "login_wall"}}
+		f.Selectors["watchers"] = Selector{Primary: "#watchers"}
 		f.AntiPatterns = []string{".old-stars", "#sidebar"}
 		f.Provenance.Traces = []string{"B", "C"}
-		f.History = []engine.Transition{{From: engine.Candidate, To: engine.Hypothesis, At: mergeT0, Reason: "confidence fell"}}
+		f.History = []Transition{{From: Candidate, To: Hypothesis, At: mergeT0, Reason: "confidence fell"}}
 	})
 	got, err := MergeFacts(base, ours, theirs, nil)
 	if err != nil {
@@ -225,7 +223,7 @@ func TestMergeFactsUnverifiedFieldByField(t *testing.T) {
 	if len(got.KnownBlockers) != 2 || got.KnownBlockers[0].Note != "appears once" {
 		t.Errorf("blockers = %+v, want the changed note and the new login wall", got.KnownBlockers)
 	}
-	if got.Status != engine.Hypothesis {
+	if got.Status != Hypothesis {
 		t.Errorf("status = %s, want the lower of candidate and hypothesis", got.Status)
 	}
 	if !reflect.DeepEqual(got.Provenance.Traces, []string{"A", "B", "C"}) {
@@ -249,12 +247,12 @@ func TestMergeFactsUnverifiedFieldByField(t *testing.T) {
 }
 
 func TestMergeFactsVerifiedWins(t *testing.T) {
-	base := mergeFacts(engine.Candidate, nil)
-	verified := mergeFacts(engine.Verified, func(f *engine.Facts) {
+	base := mergeFacts(Candidate, nil)
+	verified := mergeFacts(Verified, func(f *Facts) {
 		f.Provenance.LastVerified = mergeT0
 	})
-	edited := mergeFacts(engine.Candidate, func(f *engine.Facts) {
-		f.Selectors["stars"] = engine.Selector{Primary: ".stars-new"}
+	edited := mergeFacts(Candidate, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: ".stars-new"}
 		f.InteractionHints = []string{"a hint"}
 	})
 	for _, order := range []bool{true, false} {
@@ -266,7 +264,7 @@ func TestMergeFactsVerifiedWins(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != engine.Verified || got.ContentHash() != verified.ContentHash() || got.Revision != verified.Revision {
+		if got.Status != Verified || got.ContentHash() != verified.ContentHash() || got.Revision != verified.Revision {
 			t.Errorf("order %v: got status %s content %s, want the verified side's frozen content %s", order, got.Status, got.ContentHash(), verified.ContentHash())
 		}
 		if !got.Provenance.LastVerified.Equal(mergeT0) {
@@ -277,19 +275,19 @@ func TestMergeFactsVerifiedWins(t *testing.T) {
 
 func TestMergeFactsTwoVerifiedRevisions(t *testing.T) {
 	now := func() time.Time { return mergeT0.Add(48 * time.Hour) }
-	a := mergeFacts(engine.Verified, func(f *engine.Facts) { f.Provenance.Traces = []string{"1", "2", "3"} })
-	b := mergeFacts(engine.Verified, func(f *engine.Facts) {
-		f.Selectors["stars"] = engine.Selector{Primary: "#star-count"}
+	a := mergeFacts(Verified, func(f *Facts) { f.Provenance.Traces = []string{"1", "2", "3"} })
+	b := mergeFacts(Verified, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: "#star-count"}
 		f.Provenance.Traces = []string{"4", "5"}
 	})
-	super := mergeFacts(engine.Verified, func(f *engine.Facts) {
-		f.Selectors["stars"] = engine.Selector{Primary: "[data-stars]"}
+	super := mergeFacts(Verified, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: "[data-stars]"}
 		f.Supersedes = a.Revision
 	})
 	cases := []struct {
 		name     string
-		x, y     *engine.Facts
-		keep     *engine.Facts
+		x, y     *Facts
+		keep     *Facts
 		dropped  string
 		whyMatch string
 	}{
@@ -309,7 +307,7 @@ func TestMergeFactsTwoVerifiedRevisions(t *testing.T) {
 			if got.Revision != c.keep.Revision || got.ContentHash() != c.keep.ContentHash() {
 				t.Errorf("%s (swap %v): kept %s, want %s", c.name, swap, got.Revision, c.keep.Revision)
 			}
-			if got.Status != engine.Verified {
+			if got.Status != Verified {
 				t.Errorf("%s: status %s", c.name, got.Status)
 			}
 			last := got.History[len(got.History)-1]
@@ -321,13 +319,13 @@ func TestMergeFactsTwoVerifiedRevisions(t *testing.T) {
 }
 
 func TestMergeStatus(t *testing.T) {
-	cases := []struct{ a, b, want engine.Status }{
-		{engine.Hypothesis, engine.Candidate, engine.Hypothesis},
-		{engine.Candidate, engine.Candidate, engine.Candidate},
-		{engine.Contested, engine.Candidate, engine.Contested},
-		{engine.Contested, engine.Verified, engine.Verified},
-		{engine.Retired, engine.Candidate, engine.Retired},
-		{"", engine.Candidate, engine.Candidate},
+	cases := []struct{ a, b, want Status }{
+		{Hypothesis, Candidate, Hypothesis},
+		{Candidate, Candidate, Candidate},
+		{Contested, Candidate, Contested},
+		{Contested, Verified, Verified},
+		{Retired, Candidate, Retired},
+		{"", Candidate, Candidate},
 	}
 	for _, c := range cases {
 		if got := mergeStatus(c.a, c.b); got != c.want {
@@ -340,15 +338,15 @@ func TestMergeStatus(t *testing.T) {
 }
 
 func TestMergeFactsAnswersNewerObservationWins(t *testing.T) {
-	base := mergeFacts(engine.Candidate, func(f *engine.Facts) {
-		f.Answers = []engine.Answer{{Query: "stars", Value: "10", ObservedAt: mergeT0, Freshness: engine.Volatile}}
+	base := mergeFacts(Candidate, func(f *Facts) {
+		f.Answers = []Answer{{Query: "stars", Value: "10", ObservedAt: mergeT0, Freshness: Volatile}}
 	})
-	o := mergeFacts(engine.Candidate, func(f *engine.Facts) {
-		f.Answers = []engine.Answer{{Query: "stars", Value: "12", ObservedAt: mergeT0.Add(time.Hour), Freshness: engine.Volatile}}
+	o := mergeFacts(Candidate, func(f *Facts) {
+		f.Answers = []Answer{{Query: "stars", Value: "12", ObservedAt: mergeT0.Add(time.Hour), Freshness: Volatile}}
 	})
-	th := mergeFacts(engine.Candidate, func(f *engine.Facts) {
-		f.Answers = []engine.Answer{{Query: "stars", Value: "15", ObservedAt: mergeT0.Add(2 * time.Hour), Freshness: engine.Volatile},
-			{Query: "branch", Value: "main", Freshness: engine.Stable}}
+	th := mergeFacts(Candidate, func(f *Facts) {
+		f.Answers = []Answer{{Query: "stars", Value: "15", ObservedAt: mergeT0.Add(2 * time.Hour), Freshness: Volatile},
+			{Query: "branch", Value: "main", Freshness: Stable}}
 	})
 	for _, swap := range []bool{false, true} {
 		x, y := o, th
@@ -365,6 +363,77 @@ func TestMergeFactsAnswersNewerObservationWins(t *testing.T) {
 		}
 		if vals["stars"] != "15" || vals["branch"] != "main" || len(vals) != 2 {
 			t.Errorf("swap %v: answers = %v, want stars=15 (newer) and branch=main", swap, vals)
+		}
+	}
+}
+
+func TestMergeCount(t *testing.T) {
+	cases := []struct {
+		name                           string
+		base, ours, theirs, overlap, n int
+	}{
+		{"disjoint additions add up", 1, 2, 3, 0, 4},
+		{"a trace folded on both sides counts once", 1, 2, 3, 1, 3},
+		{"no ancestor", 0, 2, 3, 0, 5},
+		{"never below the larger side", 0, 2, 3, 9, 3},
+		{"never above the sum of the sides", 5, 2, 3, 0, 3},
+		{"unchanged", 4, 4, 4, 0, 4},
+	}
+	for _, c := range cases {
+		if got := mergeCount(c.base, c.ours, c.theirs, c.overlap); got != c.n {
+			t.Errorf("%s: mergeCount(%d, %d, %d, %d) = %d, want %d", c.name, c.base, c.ours, c.theirs, c.overlap, got, c.n)
+		}
+	}
+}
+
+// TestMergeFactsSymmetric: the order of the sides never changes what is
+// kept (lists keep ours' order, then theirs' additions, so only their order
+// may differ).
+func TestMergeFactsSymmetric(t *testing.T) {
+	setHash := func(f *Facts) string {
+		c := f.Clone()
+		sort.Strings(c.InteractionHints)
+		return c.ContentHash()
+	}
+	base := mergeFacts(Candidate, func(f *Facts) { f.InteractionHints = []string{"old"} })
+	hints := func(status Status, hs ...string) *Facts {
+		return mergeFacts(status, func(f *Facts) { f.InteractionHints = hs })
+	}
+	verifiedA := mergeFacts(Verified, func(f *Facts) { f.Provenance.Traces = []string{"1", "2"} })
+	verifiedB := mergeFacts(Verified, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: "#star-count"}
+		f.Provenance.Traces = []string{"1"}
+	})
+	cases := []struct {
+		name     string
+		a, b     *Facts
+		want     Status
+		wantHash string // the content with a as ours; "" to skip
+	}{
+		{"two candidates add different hints", hints(Candidate, "old", "a"), hints(Candidate, "old", "b"), Candidate, hints(Candidate, "old", "a", "b").ContentHash()},
+		{"a removal and an addition", hints(Candidate), hints(Candidate, "old", "b"), Candidate, hints(Candidate, "b").ContentHash()},
+		{"hypothesis and candidate: the lower", hints(Hypothesis, "old"), hints(Candidate, "old"), Hypothesis, ""},
+		{"verified against an edit: frozen content wins", verifiedA, hints(Candidate, "edited"), Verified, verifiedA.ContentHash()},
+		{"two verified revisions: more evidence wins", verifiedA, verifiedB, Verified, verifiedA.ContentHash()},
+	}
+	now := func() time.Time { return mergeT0 }
+	for _, c := range cases {
+		ab, err := MergeFacts(base, c.a, c.b, &MergeOptions{Now: now})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		ba, err := MergeFacts(base, c.b, c.a, &MergeOptions{Now: now})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if setHash(ab) != setHash(ba) || ab.Status != ba.Status || !reflect.DeepEqual(ab.History, ba.History) {
+			t.Errorf("%s: the order of the sides matters: %s %q vs %s %q", c.name, ab.Status, ab.InteractionHints, ba.Status, ba.InteractionHints)
+		}
+		if ab.Status != c.want {
+			t.Errorf("%s: status %s, want %s", c.name, ab.Status, c.want)
+		}
+		if c.wantHash != "" && ab.ContentHash() != c.wantHash {
+			t.Errorf("%s: content %s (hints %q), want %s", c.name, ab.ContentHash(), ab.InteractionHints, c.wantHash)
 		}
 	}
 }

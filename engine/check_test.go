@@ -1,10 +1,8 @@
-package consolidate
+package engine
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/pemdev/pem/engine"
 )
 
 func TestCheckSecrets(t *testing.T) {
@@ -62,20 +60,29 @@ func TestCheckSecrets(t *testing.T) {
 }
 
 func TestCheckFrozenChange(t *testing.T) {
-	verified := mergeFacts(engine.Verified, nil)
-	lifecycle := mergeFacts(engine.Contested, func(f *engine.Facts) {
-		f.History = []engine.Transition{{From: engine.Verified, To: engine.Contested}}
+	verified := mergeFacts(Verified, nil)
+	lifecycle := mergeFacts(Contested, func(f *Facts) {
+		f.History = []Transition{{From: Verified, To: Contested}}
 		f.Provenance.LastVerified = mergeT0
 	})
-	edited := mergeFacts(engine.Verified, func(f *engine.Facts) { f.InteractionHints = []string{"sneaky"} })
-	superseding := mergeFacts(engine.Candidate, func(f *engine.Facts) {
-		f.Selectors["stars"] = engine.Selector{Primary: "[data-stars]"}
+	edited := mergeFacts(Verified, func(f *Facts) { f.InteractionHints = []string{"sneaky"} })
+	superseding := mergeFacts(Candidate, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: "[data-stars]"}
 		f.Supersedes = verified.Revision
 	})
-	candidate := mergeFacts(engine.Candidate, nil)
+	candidate := mergeFacts(Candidate, nil)
+	unnamed := mergeFacts(Verified, nil)
+	unnamed.Revision = "" // a hand-written entry: the content hash names it
+	supersedingHash := mergeFacts(Candidate, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: "[data-stars]"}
+		f.Supersedes = unnamed.ContentHash()
+	})
+	reordered := mergeFacts(Verified, func(f *Facts) {
+		f.Provenance.Traces = []string{"a", "b"} // provenance is lifecycle, not content
+	})
 	cases := []struct {
 		name     string
-		old, new *engine.Facts
+		old, new *Facts
 		want     bool
 	}{
 		{"lifecycle fields move", verified, lifecycle, false},
@@ -84,13 +91,16 @@ func TestCheckFrozenChange(t *testing.T) {
 		{"deleted", verified, nil, true},
 		{"unverified may change", candidate, edited, false},
 		{"new file", nil, edited, false},
+		{"new revision supersedes the content hash", unnamed, supersedingHash, false},
+		{"unnamed verified revision edited", unnamed, edited, true},
+		{"status quoted or not, same content", verified, reordered, false},
 	}
 	for _, c := range cases {
 		p := CheckFrozenChange("facts/example.com/find-stars.yaml", "abc", c.old, c.new)
 		if (p != nil) != c.want {
 			t.Errorf("%s: got %v, want problem %v", c.name, p, c.want)
 		}
-		if p != nil && (p.Kind != CheckFrozen || p.Commit != "abc" || !strings.Contains(p.Msg, verified.Revision)) {
+		if p != nil && (p.Kind != CheckFrozen || p.Commit != "abc" || !strings.Contains(p.Msg, "r"+c.old.ContentHash())) {
 			t.Errorf("%s: problem %+v does not name the commit and revision", c.name, p)
 		}
 	}

@@ -1,4 +1,4 @@
-package consolidate
+package engine
 
 import (
 	"bytes"
@@ -9,35 +9,33 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pemdev/pem/engine"
 )
 
-var diffUpdate = flag.Bool("update-diff", false, "rewrite consolidate/testdata/diff golden files")
+var diffUpdate = flag.Bool("update-diff", false, "rewrite engine/testdata/diff golden files")
 
-func diffExp(attempts, ok int) *engine.Experience {
-	return &engine.Experience{Domain: "example.com", IntentKey: "find-stars", Intent: "find stars", Attempts: attempts, Successes: ok, Failures: attempts - ok}
+func diffExp(attempts, ok int) *Experience {
+	return &Experience{Domain: "example.com", IntentKey: "find-stars", Intent: "find stars", Attempts: attempts, Successes: ok, Failures: attempts - ok}
 }
 
 func TestDiffEntry(t *testing.T) {
-	old := mergeFacts(engine.Candidate, func(f *engine.Facts) {
-		f.Selectors["forks"] = engine.Selector{Primary: "#forks"}
+	old := mergeFacts(Candidate, func(f *Facts) {
+		f.Selectors["forks"] = Selector{Primary: "#forks"}
 		f.InteractionHints = []string{"wait for the list"}
-		f.KnownBlockers = []engine.Blocker{{Type: "cookie_banner", Selector: "#cookies", Action: "click"}}
-		f.Answers = []engine.Answer{{Query: "stars", Value: "10", Freshness: engine.Volatile}, {Query: "gone", Value: "x", Freshness: engine.Stable}}
+		f.KnownBlockers = []Blocker{{Type: "cookie_banner", Selector: "#cookies", Action: "click"}}
+		f.Answers = []Answer{{Query: "stars", Value: "10", Freshness: Volatile}, {Query: "gone", Value: "x", Freshness: Stable}}
 	})
-	new := mergeFacts(engine.Verified, func(f *engine.Facts) {
-		f.Selectors["stars"] = engine.Selector{Primary: "#star-count", Fallbacks: []string{"#stars"}}
-		f.Selectors["watchers"] = engine.Selector{Primary: "#watchers"}
-		f.Steps = append(f.Steps, engine.Step{Seq: 3, Action: "click", Selector: "#watchers", OK: true})
+	new := mergeFacts(Verified, func(f *Facts) {
+		f.Selectors["stars"] = Selector{Primary: "#star-count", Fallbacks: []string{"#stars"}}
+		f.Selectors["watchers"] = Selector{Primary: "#watchers"}
+		f.Steps = append(f.Steps, Step{Seq: 3, Action: "click", Selector: "#watchers", OK: true})
 		f.InteractionHints = []string{"wait for the list", "scroll first"}
 		f.AntiPatterns = []string{".old-stars"}
-		f.Answers = []engine.Answer{{Query: "stars", Value: "12", Freshness: engine.Volatile}, {Query: "branch", Value: "main", Freshness: engine.Stable}}
+		f.Answers = []Answer{{Query: "stars", Value: "12", Freshness: Volatile}, {Query: "branch", Value: "main", Freshness: Stable}}
 	})
 	d := DiffEntry(old, new, diffExp(4, 3), diffExp(7, 6))
 	want := EntryDiff{
 		Domain: "example.com", IntentKey: "find-stars", Intent: "find stars",
-		StatusFrom: engine.Candidate, StatusTo: engine.Verified,
+		StatusFrom: Candidate, StatusTo: Verified,
 		RevisionFrom: old.Revision, RevisionTo: new.Revision,
 		SelectorsAdded:    []string{"watchers: #watchers"},
 		SelectorsRemoved:  []string{"forks: #forks"},
@@ -62,7 +60,7 @@ func TestDiffEntry(t *testing.T) {
 		t.Fatalf("identical versions give %+v", same)
 	}
 	added := DiffEntry(nil, new, nil, diffExp(1, 1))
-	if !added.Added || added.StatusTo != engine.Verified || len(added.SelectorsAdded) != 2 {
+	if !added.Added || added.StatusTo != Verified || len(added.SelectorsAdded) != 2 {
 		t.Fatalf("a new entry gives %+v", added)
 	}
 	removed := DiffEntry(old, nil, diffExp(1, 1), nil)
@@ -72,14 +70,14 @@ func TestDiffEntry(t *testing.T) {
 }
 
 func TestDiffReportGolden(t *testing.T) {
-	old := mergeFacts(engine.Candidate, nil)
-	new := mergeFacts(engine.Verified, func(f *engine.Facts) {
+	old := mergeFacts(Candidate, nil)
+	new := mergeFacts(Verified, func(f *Facts) {
 		f.InteractionHints = []string{"click `here` | then [wait](http://evil.example) @team"}
 		f.Provenance.LastVerified = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	})
 	rep := &DiffReport{From: "1111111111", To: "2222222222",
 		Entries: []EntryDiff{
-			DiffEntry(nil, mergeFacts(engine.Hypothesis, func(f *engine.Facts) { f.Domain, f.IntentKey, f.Intent = "b.example", "open-issues", "Open issues" }), nil, nil),
+			DiffEntry(nil, mergeFacts(Hypothesis, func(f *Facts) { f.Domain, f.IntentKey, f.Intent = "b.example", "open-issues", "Open issues" }), nil, nil),
 			DiffEntry(old, new, diffExp(5, 4), diffExp(8, 7)),
 		},
 		Traces:   []TraceDelta{{Domain: "example.com", Added: 3, Removed: 1}, {Domain: "b.example", Added: 1}},

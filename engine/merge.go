@@ -1,12 +1,10 @@
-package consolidate
+package engine
 
 import (
 	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
-
-	"github.com/pemdev/pem/engine"
 )
 
 // This file holds the three-way merges behind `pem merge-driver`: what git
@@ -37,7 +35,7 @@ type MergeOptions struct {
 	// Trace returns the trace behind a piece of evidence, if its file can
 	// still be read; nil or false means unknown. Used to avoid counting the
 	// selector stats of a trace folded on both sides twice.
-	Trace func(e engine.Evidence) (*engine.Trace, bool)
+	Trace func(e Evidence) (*Trace, bool)
 }
 
 func (o *MergeOptions) mergeNow() time.Time {
@@ -50,17 +48,17 @@ func (o *MergeOptions) mergeNow() time.Time {
 // MergeExperience merges two sides of an experience file changed since their
 // common ancestor base (nil when the file was added on both sides). ours and
 // theirs are not modified. See the file comment for the rules.
-func MergeExperience(base, ours, theirs *engine.Experience, opt *MergeOptions) (*engine.Experience, error) {
+func MergeExperience(base, ours, theirs *Experience, opt *MergeOptions) (*Experience, error) {
 	if ours == nil || theirs == nil {
 		return nil, fmt.Errorf("merge experience: both sides are needed")
 	}
 	if base == nil {
-		base = &engine.Experience{}
+		base = &Experience{}
 	}
 	if ours.Domain != "" && theirs.Domain != "" && (ours.Domain != theirs.Domain || ours.IntentKey != theirs.IntentKey) {
 		return nil, fmt.Errorf("merge experience: sides describe different entries (%s/%s and %s/%s)", ours.Domain, ours.IntentKey, theirs.Domain, theirs.IntentKey)
 	}
-	out := &engine.Experience{
+	out := &Experience{
 		Format:    max(ours.Format, theirs.Format),
 		Domain:    mergeFirst(ours.Domain, theirs.Domain),
 		Intent:    mergeFirst(ours.Intent, theirs.Intent),
@@ -72,7 +70,7 @@ func MergeExperience(base, ours, theirs *engine.Experience, opt *MergeOptions) (
 	// Evidence: three-way set merge keyed by trace id.
 	bIDs, oIDs, tIDs := base.FoldedSet(), ours.FoldedSet(), theirs.FoldedSet()
 	seen := map[string]bool{}
-	for _, side := range [][]engine.Evidence{ours.Evidence, theirs.Evidence} {
+	for _, side := range [][]Evidence{ours.Evidence, theirs.Evidence} {
 		for _, e := range side {
 			if seen[e.Trace] {
 				continue
@@ -96,7 +94,7 @@ func MergeExperience(base, ours, theirs *engine.Experience, opt *MergeOptions) (
 	// Selector stats: ours + theirs − base per field, minus the traces both
 	// sides folded after the ancestor (when they can be read), never below
 	// what either side saw.
-	overlap := map[string]*engine.SelectorStats{}
+	overlap := map[string]*SelectorStats{}
 	for _, e := range ours.Evidence {
 		if !tIDs[e.Trace] || bIDs[e.Trace] || opt == nil || opt.Trace == nil {
 			continue
@@ -105,12 +103,12 @@ func MergeExperience(base, ours, theirs *engine.Experience, opt *MergeOptions) (
 		if !ok || t == nil || t.ID != e.Trace {
 			continue
 		}
-		one := &engine.Experience{}
+		one := &Experience{}
 		one.Fold(t) // the engine's own rule for what a trace adds
 		for name, st := range one.Selectors {
 			acc := overlap[name]
 			if acc == nil {
-				acc = &engine.SelectorStats{}
+				acc = &SelectorStats{}
 				overlap[name] = acc
 			}
 			acc.OK += st.OK
@@ -118,30 +116,30 @@ func MergeExperience(base, ours, theirs *engine.Experience, opt *MergeOptions) (
 		}
 	}
 	names := map[string]bool{}
-	for _, m := range []map[string]*engine.SelectorStats{ours.Selectors, theirs.Selectors} {
+	for _, m := range []map[string]*SelectorStats{ours.Selectors, theirs.Selectors} {
 		for n := range m {
 			names[n] = true
 		}
 	}
 	for n := range names {
 		b, o, t, x := mergeStats(base.Selectors[n]), mergeStats(ours.Selectors[n]), mergeStats(theirs.Selectors[n]), mergeStats(overlap[n])
-		st := &engine.SelectorStats{
+		st := &SelectorStats{
 			OK:       mergeCount(b.OK, o.OK, t.OK, x.OK),
 			Fail:     mergeCount(b.Fail, o.Fail, t.Fail, x.Fail),
 			LastOK:   mergeLatest(o.LastOK, t.LastOK),
 			LastFail: mergeLatest(o.LastFail, t.LastFail),
 		}
 		if out.Selectors == nil {
-			out.Selectors = map[string]*engine.SelectorStats{}
+			out.Selectors = map[string]*SelectorStats{}
 		}
 		out.Selectors[n] = st
 	}
 	return out, nil
 }
 
-func mergeStats(s *engine.SelectorStats) engine.SelectorStats {
+func mergeStats(s *SelectorStats) SelectorStats {
 	if s == nil {
-		return engine.SelectorStats{}
+		return SelectorStats{}
 	}
 	return *s
 }
@@ -199,12 +197,12 @@ func mergeSet(xs []string) map[string]bool {
 
 // statusRank orders statuses for "the lower of the two". Contested ranks
 // below candidate: it is a verified entry the evidence no longer supports.
-var statusRank = map[engine.Status]int{engine.Hypothesis: 0, engine.Contested: 1, engine.Candidate: 2, engine.Verified: 3}
+var statusRank = map[Status]int{Hypothesis: 0, Contested: 1, Candidate: 2, Verified: 3}
 
 // MergeFacts merges two sides of a facts file changed since their common
 // ancestor base (nil when the file was added on both sides). ours and theirs
 // are not modified. See the file comment for the rules.
-func MergeFacts(base, ours, theirs *engine.Facts, opt *MergeOptions) (*engine.Facts, error) {
+func MergeFacts(base, ours, theirs *Facts, opt *MergeOptions) (*Facts, error) {
 	if ours == nil || theirs == nil {
 		return nil, fmt.Errorf("merge facts: both sides are needed")
 	}
@@ -212,21 +210,21 @@ func MergeFacts(base, ours, theirs *engine.Facts, opt *MergeOptions) (*engine.Fa
 		return nil, fmt.Errorf("merge facts: sides describe different entries (%s/%s and %s/%s)", ours.Domain, ours.IntentKey, theirs.Domain, theirs.IntentKey)
 	}
 	if base == nil {
-		base = &engine.Facts{}
+		base = &Facts{}
 	}
-	out := &engine.Facts{
+	out := &Facts{
 		Format:    max(ours.Format, theirs.Format),
 		Domain:    mergeFirst(ours.Domain, theirs.Domain),
 		Intent:    mergeFirst(ours.Intent, theirs.Intent),
 		IntentKey: mergeFirst(ours.IntentKey, theirs.IntentKey),
 	}
-	oVer, tVer := ours.Status == engine.Verified, theirs.Status == engine.Verified
-	var note *engine.Transition
+	oVer, tVer := ours.Status == Verified, theirs.Status == Verified
+	var note *Transition
 	switch {
 	case oVer && tVer && ours.ContentHash() != theirs.ContentHash():
 		keep, drop, why := mergePickVerified(ours, theirs)
 		mergeCopyContent(out, keep)
-		note = &engine.Transition{From: engine.Verified, To: engine.Verified, At: opt.mergeNow(),
+		note = &Transition{From: Verified, To: Verified, At: opt.mergeNow(),
 			Reason: fmt.Sprintf("merge: kept verified revision %s over verified revision %s (%s); the other revision is in git history", mergeRev(keep), mergeRev(drop), why)}
 	case oVer:
 		mergeCopyContent(out, ours)
@@ -237,7 +235,7 @@ func MergeFacts(base, ours, theirs *engine.Facts, opt *MergeOptions) (*engine.Fa
 	}
 
 	out.Status = mergeStatus(ours.Status, theirs.Status)
-	out.Provenance = engine.Provenance{
+	out.Provenance = Provenance{
 		Traces:       mergeSorted(ours.Provenance.Traces, theirs.Provenance.Traces),
 		Sources:      mergeSorted(ours.Provenance.Sources, theirs.Provenance.Sources),
 		FirstSeen:    mergeEarliest(ours.Provenance.FirstSeen, theirs.Provenance.FirstSeen),
@@ -252,12 +250,12 @@ func MergeFacts(base, ours, theirs *engine.Facts, opt *MergeOptions) (*engine.Fa
 
 // mergeStatus is the lower of the two, except that verified wins (its content
 // was kept) and retired is final.
-func mergeStatus(a, b engine.Status) engine.Status {
+func mergeStatus(a, b Status) Status {
 	switch {
-	case a == engine.Verified || b == engine.Verified:
-		return engine.Verified
-	case a == engine.Retired || b == engine.Retired:
-		return engine.Retired
+	case a == Verified || b == Verified:
+		return Verified
+	case a == Retired || b == Retired:
+		return Retired
 	case a == "":
 		return b
 	case b == "":
@@ -278,7 +276,7 @@ func mergeStatus(a, b engine.Status) engine.Status {
 // that supersedes the other; else the one with more evidence; else the one
 // verified first; else the lower revision hash. The order of the sides never
 // matters.
-func mergePickVerified(a, b *engine.Facts) (keep, drop *engine.Facts, why string) {
+func mergePickVerified(a, b *Facts) (keep, drop *Facts, why string) {
 	ra, rb := mergeRev(a), mergeRev(b)
 	switch {
 	case a.Supersedes != "" && a.Supersedes == rb:
@@ -302,7 +300,7 @@ func mergePickVerified(a, b *engine.Facts) (keep, drop *engine.Facts, why string
 	}
 }
 
-func mergeRev(f *engine.Facts) string {
+func mergeRev(f *Facts) string {
 	if f.Revision != "" {
 		return f.Revision
 	}
@@ -310,23 +308,23 @@ func mergeRev(f *engine.Facts) string {
 }
 
 // mergeCopyContent takes every frozen field (and the revision naming them) from src.
-func mergeCopyContent(dst, src *engine.Facts) {
+func mergeCopyContent(dst, src *Facts) {
 	dst.TaskType = src.TaskType
 	dst.URLPatterns = append([]string(nil), src.URLPatterns...)
 	dst.Revision = src.Revision
 	dst.Supersedes = src.Supersedes
 	if src.Selectors != nil {
-		dst.Selectors = make(map[string]engine.Selector, len(src.Selectors))
+		dst.Selectors = make(map[string]Selector, len(src.Selectors))
 		for k, v := range src.Selectors {
 			dst.Selectors[k] = v
 		}
 	}
-	dst.Steps = append([]engine.Step(nil), src.Steps...)
+	dst.Steps = append([]Step(nil), src.Steps...)
 	dst.ExtractionQuery = src.ExtractionQuery
 	dst.InteractionHints = append([]string(nil), src.InteractionHints...)
-	dst.KnownBlockers = append([]engine.Blocker(nil), src.KnownBlockers...)
+	dst.KnownBlockers = append([]Blocker(nil), src.KnownBlockers...)
 	dst.AntiPatterns = append([]string(nil), src.AntiPatterns...)
-	dst.Answers = append([]engine.Answer(nil), src.Answers...)
+	dst.Answers = append([]Answer(nil), src.Answers...)
 	if len(dst.Steps) == 0 {
 		dst.Steps = nil
 	}
@@ -334,7 +332,7 @@ func mergeCopyContent(dst, src *engine.Facts) {
 }
 
 // mergeContent merges the content of two unverified sides field by field.
-func mergeContent(out, base, ours, theirs *engine.Facts) {
+func mergeContent(out, base, ours, theirs *Facts) {
 	out.TaskType = merge3(base.TaskType, ours.TaskType, theirs.TaskType)
 	out.URLPatterns = mergeStringSet(base.URLPatterns, ours.URLPatterns, theirs.URLPatterns)
 	out.ExtractionQuery = merge3(base.ExtractionQuery, ours.ExtractionQuery, theirs.ExtractionQuery)
@@ -345,7 +343,7 @@ func mergeContent(out, base, ours, theirs *engine.Facts) {
 
 	// Selectors by name, each a three-way value merge.
 	names := map[string]bool{}
-	for _, m := range []map[string]engine.Selector{ours.Selectors, theirs.Selectors} {
+	for _, m := range []map[string]Selector{ours.Selectors, theirs.Selectors} {
 		for n := range m {
 			names[n] = true
 		}
@@ -363,7 +361,7 @@ func mergeContent(out, base, ours, theirs *engine.Facts) {
 			}
 			continue
 		}
-		var v engine.Selector
+		var v Selector
 		switch {
 		case !inO:
 			v = t
@@ -376,10 +374,10 @@ func mergeContent(out, base, ours, theirs *engine.Facts) {
 	}
 
 	// Blockers keyed by (type, selector, action); a changed note wins.
-	bKey := func(b engine.Blocker) string { return b.Type + "\x00" + b.Selector + "\x00" + b.Action }
+	bKey := func(b Blocker) string { return b.Type + "\x00" + b.Selector + "\x00" + b.Action }
 	out.KnownBlockers = mergeKeyed(base.KnownBlockers, ours.KnownBlockers, theirs.KnownBlockers, bKey)
 	// Answers keyed by query; when both changed, the newer observation wins.
-	out.Answers = mergeKeyed(base.Answers, ours.Answers, theirs.Answers, func(a engine.Answer) string { return a.Query })
+	out.Answers = mergeKeyed(base.Answers, ours.Answers, theirs.Answers, func(a Answer) string { return a.Query })
 	for i, a := range out.Answers {
 		o, t := mergeFind(ours.Answers, a.Query), mergeFind(theirs.Answers, a.Query)
 		if o == nil || t == nil || o.ObservedAt.Equal(t.ObservedAt) {
@@ -406,7 +404,7 @@ func mergeContent(out, base, ours, theirs *engine.Facts) {
 	}
 }
 
-func mergeFind(as []engine.Answer, q string) *engine.Answer {
+func mergeFind(as []Answer, q string) *Answer {
 	for i := range as {
 		if as[i].Query == q {
 			return &as[i]
@@ -415,9 +413,9 @@ func mergeFind(as []engine.Answer, q string) *engine.Answer {
 	return nil
 }
 
-func mergePutSelector(f *engine.Facts, name string, s engine.Selector) {
+func mergePutSelector(f *Facts, name string, s Selector) {
 	if f.Selectors == nil {
-		f.Selectors = map[string]engine.Selector{}
+		f.Selectors = map[string]Selector{}
 	}
 	f.Selectors[name] = s
 }
@@ -513,10 +511,10 @@ func mergeEarliest(a, b time.Time) time.Time {
 }
 
 // mergeHistory is the union of both histories in time order.
-func mergeHistory(a, b []engine.Transition) []engine.Transition {
-	var out []engine.Transition
+func mergeHistory(a, b []Transition) []Transition {
+	var out []Transition
 	seen := map[string]bool{}
-	for _, side := range [][]engine.Transition{a, b} {
+	for _, side := range [][]Transition{a, b} {
 		for _, t := range side {
 			k := mergeJSON(t)
 			if !seen[k] {
@@ -531,7 +529,7 @@ func mergeHistory(a, b []engine.Transition) []engine.Transition {
 
 // mergeNilEmpty normalizes empty collections to nil so that a merge of equal
 // sides encodes exactly like the sides.
-func mergeNilEmpty(f *engine.Facts) {
+func mergeNilEmpty(f *Facts) {
 	if len(f.URLPatterns) == 0 {
 		f.URLPatterns = nil
 	}

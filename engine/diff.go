@@ -1,4 +1,4 @@
-package consolidate
+package engine
 
 import (
 	"bufio"
@@ -6,8 +6,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-
-	"github.com/pemdev/pem/engine"
 )
 
 // This file is `pem diff`: what moved in the knowledge between two versions of
@@ -24,10 +22,10 @@ type EntryDiff struct {
 	Added   bool `json:"added,omitempty"`   // the facts entry is new
 	Removed bool `json:"removed,omitempty"` // the facts entry went away
 
-	StatusFrom   engine.Status `json:"status_from,omitempty"`
-	StatusTo     engine.Status `json:"status_to,omitempty"`
-	RevisionFrom string        `json:"revision_from,omitempty"`
-	RevisionTo   string        `json:"revision_to,omitempty"`
+	StatusFrom   Status `json:"status_from,omitempty"`
+	StatusTo     Status `json:"status_to,omitempty"`
+	RevisionFrom string `json:"revision_from,omitempty"`
+	RevisionTo   string `json:"revision_to,omitempty"`
 
 	URLPatternsAdded    []string `json:"url_patterns_added,omitempty"`
 	URLPatternsRemoved  []string `json:"url_patterns_removed,omitempty"`
@@ -59,14 +57,14 @@ type EntryDiff struct {
 
 // DiffEntry compares two versions of one entry. Any of the records may be nil
 // (absent in that version).
-func DiffEntry(oldF, newF *engine.Facts, oldX, newX *engine.Experience) EntryDiff {
+func DiffEntry(oldF, newF *Facts, oldX, newX *Experience) EntryDiff {
 	var d EntryDiff
-	for _, f := range []*engine.Facts{newF, oldF} {
+	for _, f := range []*Facts{newF, oldF} {
 		if f != nil && d.Domain == "" {
 			d.Domain, d.IntentKey, d.Intent = f.Domain, f.IntentKey, f.Intent
 		}
 	}
-	for _, x := range []*engine.Experience{newX, oldX} {
+	for _, x := range []*Experience{newX, oldX} {
 		if x != nil && d.Domain == "" {
 			d.Domain, d.IntentKey, d.Intent = x.Domain, x.IntentKey, x.Intent
 		}
@@ -81,10 +79,10 @@ func DiffEntry(oldF, newF *engine.Facts, oldX, newX *engine.Experience) EntryDif
 	d.Removed = oldF != nil && newF == nil
 	o, n := oldF, newF
 	if o == nil {
-		o = &engine.Facts{}
+		o = &Facts{}
 	}
 	if n == nil {
-		n = &engine.Facts{}
+		n = &Facts{}
 	}
 	if o.Status != n.Status {
 		d.StatusFrom, d.StatusTo = o.Status, n.Status
@@ -123,7 +121,7 @@ func DiffEntry(oldF, newF *engine.Facts, oldX, newX *engine.Experience) EntryDif
 	d.HintsAdded, d.HintsRemoved = diffStrings(o.InteractionHints, n.InteractionHints)
 	d.AntiPatternsAdded, d.AntiPatternsRemoved = diffStrings(o.AntiPatterns, n.AntiPatterns)
 	d.BlockersAdded, d.BlockersRemoved = diffStrings(diffBlockers(o.KnownBlockers), diffBlockers(n.KnownBlockers))
-	oa, na := map[string]engine.Answer{}, map[string]engine.Answer{}
+	oa, na := map[string]Answer{}, map[string]Answer{}
 	for _, a := range o.Answers {
 		oa[a.Query] = a
 	}
@@ -145,7 +143,7 @@ func DiffEntry(oldF, newF *engine.Facts, oldX, newX *engine.Experience) EntryDif
 	return d
 }
 
-func diffRev(f *engine.Facts) string {
+func diffRev(f *Facts) string {
 	if f.Revision != "" {
 		return f.Revision
 	}
@@ -414,14 +412,14 @@ func diffSortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-func diffSelector(s engine.Selector) string {
+func diffSelector(s Selector) string {
 	if len(s.Fallbacks) == 0 {
 		return s.Primary
 	}
 	return s.Primary + " (fallbacks " + strings.Join(s.Fallbacks, ", ") + ")"
 }
 
-func diffRoute(steps []engine.Step) []string {
+func diffRoute(steps []Step) []string {
 	var out []string
 	for _, s := range steps {
 		t := s.Action
@@ -439,7 +437,7 @@ func diffRoute(steps []engine.Step) []string {
 	return out
 }
 
-func diffBlockers(bs []engine.Blocker) []string {
+func diffBlockers(bs []Blocker) []string {
 	var out []string
 	for _, b := range bs {
 		t := b.Type
@@ -457,9 +455,9 @@ func diffBlockers(bs []engine.Blocker) []string {
 	return out
 }
 
-func diffAnswer(a engine.Answer) string { return a.Query + " = " + diffAnswerValue(a) }
+func diffAnswer(a Answer) string { return a.Query + " = " + diffAnswerValue(a) }
 
-func diffAnswerValue(a engine.Answer) string {
+func diffAnswerValue(a Answer) string {
 	if a.Freshness != "" {
 		return a.Value + " [" + string(a.Freshness) + "]"
 	}

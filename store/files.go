@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/pemdev/pem/engine"
+)
+
+// Files calls fn with every regular file of the tree, hidden ones included,
+// in lexical order, and with up to max bytes of its content (a longer file
+// gives its first max bytes). .git directories and the writer lock are
+// skipped, and so are symlinks and other irregular entries (Check reports
+// them). Every read goes through the tree's confinement, like the store's own
+// reads. It is how pem check scans the whole tree for secrets. An error from
+// fn or from reading stops the walk and is returned.
+func (s *Store) Files(ctx context.Context, max int64, fn func(rel string, data []byte) error) error {
+	return fs.WalkDir(s.root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return fs.SkipDir
+		}
+		if !d.Type().IsRegular() || rel == lockFile {
+			return nil
+		}
+		data, err := s.readPrefix(rel, max)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", rel, err)
+		}
+		return fn(rel, data)
+	})
+}
+
+// readPrefix reads up to max bytes of the regular file rel inside the tree,
+// refusing links on the way as readFile does.
+func (s *Store) readPrefix(rel string, max int64) ([]byte, error) {
+	f, err := s.openChecked(rel, false)
+	if errors.Is(err, errNoOpenat2) {
+		f, err = s.openPortable(rel)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", engine.ErrUnsafePath, rel)
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// openPortable opens rel where openat2 is unavailable: no symlink on the way
+// (Lstat of each parent), and the file opened is the one that was checked.
+func (s *Store) openPortable(rel string) (*os.File, error) {
+	if err := s.noSymlinks(rel); err != nil {
+		return nil, err
+	}
+	lfi, err := s.root.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !os.SameFile(fi, lfi) {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s changed while it was opened (a link swapped in?)", engine.ErrUnsafePath, rel)
+	}
+	return f, nil
+}
