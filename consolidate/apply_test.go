@@ -19,6 +19,7 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // TestMain doubles as the child consolidator of the kill and serve tests.
@@ -55,7 +56,7 @@ func childConsolidate() int {
 	return 0
 }
 
-var testSig = store.Signature{Name: "pem", Email: "pem@localhost", When: time.Date(2025, 3, 10, 13, 0, 0, 0, time.UTC)}
+var testSig = gitrepo.Signature{Name: "pem", Email: "pem@localhost", When: time.Date(2025, 3, 10, 13, 0, 0, 0, time.UTC)}
 
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
@@ -78,7 +79,7 @@ func newRepoTree(t testing.TB) (*store.Store, string) {
 	if _, err := store.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.InitRepo(ctx, dir); err != nil {
+	if err := gitrepo.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	st, err := store.Open(dir, nil)
@@ -478,7 +479,7 @@ func TestRunWithoutRepository(t *testing.T) {
 	}
 	defer st.Close()
 	put(t, st, newFx(17).trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}))
-	if _, err := Run(ctx, st, at(day0)); !errors.Is(err, store.ErrNoRepo) {
+	if _, err := Run(ctx, st, at(day0)); !errors.Is(err, gitrepo.ErrNoRepo) {
 		t.Fatalf("Run outside a repository: %v, want ErrNoRepo", err)
 	}
 	opts := at(day0)
@@ -571,7 +572,7 @@ func TestKillAtRandomPoints(t *testing.T) {
 			t.Fatalf("trial %d: tree after kills differs from a clean run:\n%s", trial, lineDiff(got, want))
 		}
 		assertGitClean(t, dir)
-		for _, f := range []string{".git/index.lock", ".git/refs/heads/main.lock", ".git/" + journalName, ".git/pem-commit.pid"} {
+		for _, f := range []string{".git/index.lock", ".git/refs/heads/main.lock", ".git/pem-consolidate.journal", ".git/pem-commit.pid"} {
 			if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("trial %d: %s left behind (%v)", trial, f, err)
 			}

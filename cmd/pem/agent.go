@@ -26,6 +26,7 @@ import (
 	"github.com/pemdev/pem/consolidate"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // pem agent run, pem demo and pem bench: wiring of agent (run loop and
@@ -495,8 +496,10 @@ func openTree(ctx context.Context, dir string) (*store.Store, bool, error) {
 		return nil, false, fmt.Errorf("creating knowledge tree %s: %w", dir, err)
 	}
 	commit := true
-	if _, err := store.GitDir(dir); err != nil {
-		if err := store.InitRepo(ctx, dir); err != nil {
+	if r, err := gitrepo.Open(ctx, dir); err == nil {
+		r.Close()
+	} else {
+		if err := gitrepo.Init(ctx, dir); err != nil {
 			return nil, false, fmt.Errorf("creating git repository in %s: %w", dir, err)
 		}
 	}

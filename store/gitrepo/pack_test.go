@@ -1,4 +1,4 @@
-package store
+package gitrepo
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func TestCommitWritesOnePack(t *testing.T) {
 	if err := os.Remove(filepath.Join(repo, "seed.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Commit(ctx, repo, paths, "many", Signature{Name: "t", Email: "t@t"}); err != nil {
+	if _, err := commitDir(ctx, repo, paths, "many", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := loose(); n != before {
@@ -91,7 +91,7 @@ func TestCommitWritesOnePack(t *testing.T) {
 
 	// A small commit writes loose objects.
 	writeFile(t, repo, "one.yaml", "one\n")
-	if _, err := Commit(ctx, repo, []string{"one.yaml"}, "one", Signature{Name: "t", Email: "t@t"}); err != nil {
+	if _, err := commitDir(ctx, repo, []string{"one.yaml"}, "one", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := loose(); n != before+3 {

@@ -1,4 +1,4 @@
-package store
+package gitrepo
 
 // gitindex.go updates git's index file as bytes: the entries of the paths a
 // commit touches are re-encoded, every other entry is copied unchanged. On a

@@ -1,4 +1,4 @@
-package store
+package gitrepo
 
 import (
 	"bufio"
@@ -40,7 +40,9 @@ import (
 // History are relative to the knowledge tree, with forward slashes.
 type History struct {
 	repo   *git.Repository
-	st     *repo  // git.go's view of the same repository (storage, paths)
+	st     *repo  // commit.go's view of the same repository (storage, paths)
+	r      *Repo  // the handle it reads through
+	owned  bool   // OpenHistory made the handle: Close closes it
 	root   string // the worktree root
 	prefix string // the knowledge tree inside the repository: "" or "dir/"
 	cache  map[plumbing.Hash]*object.Tree
@@ -51,36 +53,60 @@ type History struct {
 	packs      *gitlogPacks // nil until first used
 }
 
-// OpenHistory opens the git repository holding the knowledge tree dir (found
-// like git does, also from a linked worktree). Returns ErrNoRepo when there
-// is none. Close it when done: it keeps the pack files open.
-func OpenHistory(dir string) (*History, error) {
-	r, err := openRepo(dir) // git.go: finds .git, the prefix, a storage keeping descriptors
+// History returns the handle's history reader (one per Repo, sharing its
+// storage; closing the Repo closes it).
+func (R *Repo) History() (*History, error) {
+	if R.hist != nil {
+		return R.hist, nil
+	}
+	repo, err := R.goGit()
 	if err != nil {
 		return nil, err
 	}
-	repo, err := git.Open(r.st, osfs.New(r.root))
-	if err != nil {
-		r.close()
-		return nil, fmt.Errorf("opening git repository of %s: %w", dir, err)
+	h := &History{repo: repo, st: R.r, r: R, root: R.r.root, cache: map[plumbing.Hash]*object.Tree{}, raw: map[plumbing.Hash][]byte{}}
+	if R.r.prefix != "" {
+		h.prefix = R.r.prefix + "/"
 	}
-	h := &History{repo: repo, st: r, root: r.root, cache: map[plumbing.Hash]*object.Tree{}, raw: map[plumbing.Hash][]byte{}}
-	if r.prefix != "" {
-		h.prefix = r.prefix + "/"
-	}
+	R.hist = h
 	return h, nil
 }
 
-// Close releases the repository's open files.
+// OpenHistory opens the repository holding the knowledge tree dir and
+// returns its history, for commands that only read it. Returns ErrNoRepo
+// when there is none. Close it when done: it keeps the pack files open.
+func OpenHistory(dir string) (*History, error) {
+	R, err := Open(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	h, err := R.History()
+	if err != nil {
+		R.Close()
+		return nil, err
+	}
+	h.owned = true
+	return h, nil
+}
+
+// Close releases the files the History keeps open, and the repository when
+// OpenHistory opened it.
 func (h *History) Close() error {
+	if h.owned {
+		return h.r.Close()
+	}
+	h.release()
+	return nil
+}
+
+func (h *History) release() {
 	if h.graph != nil {
 		h.graph.Close()
+		h.graph, h.graphTried = nil, false
 	}
 	if h.packs != nil {
 		h.packs.close()
+		h.packs = nil
 	}
-	h.st.close()
-	return nil
 }
 
 // Repository returns the go-git repository.
@@ -639,24 +665,24 @@ func (h *History) MergeBase(ctx context.Context, a, b string) (string, error) {
 
 // ---- sharing: merge driver configuration ----------------------------------
 
-// InstallMergeDriver registers pem's merge driver in the git config of the
-// repository holding the knowledge tree dir (`[merge "pem"]`, a local setting
-// every clone must make, since git never takes drivers from a clone) and adds
-// the lines of init.go's .gitattributes to dir/.gitattributes, keeping what
-// is there. command is the
-// driver line; "" means MergeDriverCommand. Running it again changes nothing.
-func InstallMergeDriver(ctx context.Context, dir, command string) error {
+// InstallMergeDriver registers pem's merge driver in the repository's git
+// config (`[merge "pem"]`, a local setting every clone must make, since git
+// never takes drivers from a clone) and adds the lines of attributes (the
+// tree's .gitattributes, store.GitAttributes) to the knowledge tree's
+// .gitattributes, keeping what is there. command is the driver line; ""
+// means MergeDriverCommand. Running it again changes nothing.
+func (R *Repo) InstallMergeDriver(ctx context.Context, command, attributes string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if command == "" {
 		command = MergeDriverCommand
 	}
-	h, err := OpenHistory(dir)
+	h, err := R.History()
 	if err != nil {
 		return err
 	}
-	defer h.Close()
+	dir := filepath.Join(R.r.root, filepath.FromSlash(R.r.prefix))
 	cfg, err := h.repo.Config()
 	if err != nil {
 		return fmt.Errorf("reading git config of %s: %w", h.root, err)
@@ -684,7 +710,7 @@ func InstallMergeDriver(ctx context.Context, dir, command string) error {
 		buf.WriteByte('\n')
 	}
 	added := false
-	for _, l := range strings.Split(strings.TrimSpace(gitattributes), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(attributes), "\n") {
 		if !have[l] {
 			buf.WriteString(l + "\n")
 			added = true
@@ -709,6 +735,9 @@ type SyncOptions struct {
 	Now    func() time.Time // the clock, default time.Now
 	// Auth for the transport; nil for local paths and ambient credentials.
 	Auth transport.AuthMethod
+	// TracesDir and TraceExt name the tree's trace files (store.TracesDir,
+	// store.TraceExt): the only files Sync commits and replays. Required.
+	TracesDir, TraceExt string
 }
 
 // SyncResult says what Sync did.
@@ -734,7 +763,10 @@ var ErrNotAddOnly = errors.New("local commits change more than traces")
 // Local commits that change anything else (a local consolidation, an edit)
 // return ErrNotAddOnly naming them: push a branch and open a pull request, or
 // merge with git, where pem's merge driver resolves experience/ and facts/.
-func Sync(ctx context.Context, dir string, opt SyncOptions) (*SyncResult, error) {
+func (R *Repo) Sync(ctx context.Context, opt SyncOptions) (*SyncResult, error) {
+	if opt.TracesDir == "" || opt.TraceExt == "" {
+		return nil, errors.New("sync: SyncOptions.TracesDir and TraceExt are required")
+	}
 	if opt.Remote == "" {
 		opt.Remote = "origin"
 	}
@@ -747,11 +779,10 @@ func Sync(ctx context.Context, dir string, opt SyncOptions) (*SyncResult, error)
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	h, err := OpenHistory(dir)
+	h, err := R.History()
 	if err != nil {
 		return nil, err
 	}
-	defer h.Close()
 	if _, err := h.repo.Remote(opt.Remote); err != nil {
 		return nil, fmt.Errorf("sync: no remote %q in %s: add one with 'git remote add %s URL'", opt.Remote, h.root, opt.Remote)
 	}
@@ -894,7 +925,7 @@ func (h *History) rebaseAdds(ctx context.Context, local, remote plumbing.Hash, o
 		var files []gitlogFile
 		var bad []string
 		err := h.diffTrees(ctx, "", p.TreeHash, c.TreeHash, func(ch FileChange) error {
-			if !ch.Added() || !strings.HasPrefix(ch.Path, h.prefix+tracesDir+"/") {
+			if !ch.Added() || !strings.HasPrefix(ch.Path, h.prefix+opt.TracesDir+"/") {
 				bad = append(bad, ch.Path)
 				return nil
 			}
@@ -1033,7 +1064,7 @@ func (h *History) commitPendingTraces(ctx context.Context, branch plumbing.Refer
 	} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return 0, fmt.Errorf("sync: reading %s: %w", branch, err)
 	}
-	tracesRoot := filepath.Join(h.root, filepath.FromSlash(h.prefix), tracesDir)
+	tracesRoot := filepath.Join(h.root, filepath.FromSlash(h.prefix), opt.TracesDir)
 	var paths []string
 	dirs := map[string]map[string]bool{} // repo dir → names in HEAD
 	err := filepath.WalkDir(tracesRoot, func(name string, d os.DirEntry, err error) error {
@@ -1046,7 +1077,7 @@ func (h *History) commitPendingTraces(ctx context.Context, branch plumbing.Refer
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), yamlExt) || strings.HasPrefix(d.Name(), ".") {
+		if d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), opt.TraceExt) || strings.HasPrefix(d.Name(), ".") {
 			return nil
 		}
 		rel, err := filepath.Rel(h.root, name)
@@ -1084,8 +1115,7 @@ func (h *History) commitPendingTraces(ctx context.Context, branch plumbing.Refer
 		return 0, nil
 	}
 	msg := fmt.Sprintf("pem: add %d trace(s)", len(paths))
-	dir := filepath.Join(h.root, filepath.FromSlash(h.prefix))
-	if _, err := Commit(ctx, dir, paths, msg, Signature{Name: opt.Name, Email: opt.Email, When: opt.Now()}); err != nil {
+	if _, err := h.r.Commit(ctx, paths, msg, Signature{Name: opt.Name, Email: opt.Email, When: opt.Now()}); err != nil {
 		return 0, fmt.Errorf("sync: committing pending traces: %w", err)
 	}
 	return len(paths), nil
