@@ -630,3 +630,53 @@ func lineDiff(a, b string) string {
 	sort.Strings(out)
 	return strings.Join(out, "\n")
 }
+
+// TestRunOpensTheRepositoryOnce holds a consolidation to one git handle:
+// before store/gitrepo the repository was found five times per run (the
+// repo check, the journal recovery, the cache, the journal, the commit).
+func TestRunOpensTheRepositoryOnce(t *testing.T) {
+	ctx := context.Background()
+	st, dir := newRepoTree(t)
+	f := newFx(13)
+	put(t, st, f.trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}),
+		f.trace(traceSpec{url: starsURL, intent: "star count", session: "b", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}))
+	before := gitrepo.Opens()
+	res, err := Run(ctx, st, at(day0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Commits) != 1 {
+		t.Fatalf("commits %v, want 1", res.Commits)
+	}
+	if n := gitrepo.Opens() - before; n != 1 {
+		t.Fatalf("one consolidation opened the repository %d times, want 1", n)
+	}
+
+	// A handle given in Options is used as is: no open at all, and the
+	// handle sees the commit it made (a second run plans nothing).
+	repo, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	put(t, st, f.trace(traceSpec{url: starsURL, intent: "star count", session: "c", at: day0.Add(-time.Minute), ok: true, steps: starsRoute}))
+	before = gitrepo.Opens()
+	opts := at(day0)
+	opts.Repo = repo
+	for i, want := range []int{1, 0} {
+		res, err := Run(ctx, st, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Commits) != want {
+			t.Fatalf("run %d: commits %v, want %d", i, res.Commits, want)
+		}
+	}
+	if n := gitrepo.Opens() - before; n != 0 {
+		t.Fatalf("runs with Options.Repo opened the repository %d times, want 0", n)
+	}
+	if h, err := repo.Head(ctx); err != nil || h != git(t, dir, "rev-parse", "HEAD") {
+		t.Fatalf("handle's HEAD %q, %v; git says %s", h, err, git(t, dir, "rev-parse", "HEAD"))
+	}
+	assertGitClean(t, dir)
+}

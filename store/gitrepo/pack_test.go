@@ -99,3 +99,52 @@ func TestCommitWritesOnePack(t *testing.T) {
 	}
 	assertClean(t, repo)
 }
+
+// TestHandleReadsThePacksItWrites: one handle serves a whole command, so a
+// commit must find HEAD in the pack the handle's previous commit wrote, and
+// the history reader must see it too.
+func TestHandleReadsThePacksItWrites(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	gitRun(t, repo, "init", "-q", "-b", "main")
+	r, err := Open(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h, err := r.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for round := 0; round < 3; round++ {
+		var paths []string
+		for i := 0; i < 40; i++ {
+			p := fmt.Sprintf("traces/r%d/%02d.yaml", round, i)
+			writeFile(t, repo, p, fmt.Sprintf("round %d file %d\n", round, i))
+			paths = append(paths, p)
+		}
+		c, err := r.Commit(ctx, paths, fmt.Sprintf("round %d", round), Signature{Name: "t", Email: "t@t"})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if c == "" {
+			t.Fatalf("round %d made no commit", round)
+		}
+		got, err := h.FileAt(ctx, "HEAD", fmt.Sprintf("traces/r%d/07.yaml", round))
+		if err != nil {
+			t.Fatalf("round %d: reading the new file back: %v", round, err)
+		}
+		if got == "" {
+			t.Fatalf("round %d: the history reader does not see the new commit", round)
+		}
+		last = c
+	}
+	if head := gitRun(t, repo, "rev-parse", "HEAD"); head != last {
+		t.Fatalf("HEAD %s, want %s", head, last)
+	}
+	if packs, _ := filepath.Glob(filepath.Join(repo, ".git", "objects", "pack", "pack-*.idx")); len(packs) != 3 {
+		t.Fatalf("want three packs, one per commit: %v", packs)
+	}
+	assertClean(t, repo)
+}
