@@ -8,8 +8,9 @@
 // There are only a few things here: Init creates a tree, Open opens one, and
 // *Store implements engine.Store on it; Marshal and Unmarshal are the
 // canonical YAML codec every package that touches tree files uses; Check
-// lists every bad file. The git side of the tree (InitRepo, commits, log,
-// diff) lives in git*.go.
+// lists every bad file. The git side of the tree (commits, the journal,
+// log, diff, sync, the merge driver) is package store/gitrepo, which store
+// does not import.
 //
 // Guarantees:
 //   - Canonical YAML: the same value always encodes to the same bytes, and
@@ -26,6 +27,6 @@
 //   - Warm reads are cheap: decoded records and directory listings are cached
 //     and revalidated with one lstat (see cache.go).
 //
-// store imports engine and the standard library (plus go.yaml.in/yaml/v3 and
-// go-git for git*.go); never consolidate, deeplearn or agent.
+// store imports engine and the standard library (plus go.yaml.in/yaml/v3);
+// never store/gitrepo, consolidate, deeplearn or agent.
 package store

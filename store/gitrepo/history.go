@@ -1283,10 +1283,12 @@ type gitlogObj struct {
 }
 
 type gitlogPackFile struct {
-	idx  []byte // the whole .idx file
-	n    int    // objects
-	f    *os.File
-	size int64
+	idx   []byte // the whole .idx file
+	n     int    // objects
+	large int    // entries of the 64-bit offset table
+	f     io.ReaderAt
+	c     io.Closer // nil when the pack is not a file
+	size  int64
 }
 
 const gitlogCacheMax = 64 << 20
@@ -1296,11 +1298,7 @@ func gitlogOpenPacks(dir string) *gitlogPacks {
 	idxs, _ := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
 	for _, name := range idxs {
 		idx, err := os.ReadFile(name)
-		if err != nil || len(idx) < 8+256*4 || !bytes.Equal(idx[:4], []byte{0xff, 't', 'O', 'c'}) || idx[7] != 2 {
-			continue // not an index we read: go-git will
-		}
-		n := int(gitlogBE32(idx[8+255*4:]))
-		if len(idx) < 8+256*4+n*(20+4+4) {
+		if err != nil {
 			continue
 		}
 		f, err := os.Open(strings.TrimSuffix(name, ".idx") + ".pack")
@@ -1312,14 +1310,47 @@ func gitlogOpenPacks(dir string) *gitlogPacks {
 			f.Close()
 			continue
 		}
-		ps.packs = append(ps.packs, &gitlogPackFile{idx: idx, n: n, f: f, size: fi.Size()})
+		p, ok := gitlogNewPackFile(idx, f, fi.Size())
+		if !ok {
+			f.Close()
+			continue // not an index we read: go-git will
+		}
+		p.c = f
+		ps.packs = append(ps.packs, p)
 	}
 	return ps
 }
 
+// gitlogNewPackFile checks a version 2 pack index (header, a fan-out table
+// that never decreases and ends at the object count, and room for the
+// names, CRCs, offsets and trailer) and pairs it with its pack's bytes.
+// ok is false for anything else.
+func gitlogNewPackFile(idx []byte, pack io.ReaderAt, size int64) (*gitlogPackFile, bool) {
+	const fan = 8
+	if len(idx) < fan+256*4 || !bytes.Equal(idx[:4], []byte{0xff, 't', 'O', 'c'}) || gitlogBE32(idx[4:]) != 2 {
+		return nil, false
+	}
+	prev := uint32(0)
+	for k := 0; k < 256; k++ {
+		v := gitlogBE32(idx[fan+k*4:])
+		if v < prev {
+			return nil, false
+		}
+		prev = v
+	}
+	n := int(prev)
+	fixed := fan + 256*4 + n*(20+4+4)
+	if n < 0 || fixed+2*20 > len(idx) || (len(idx)-fixed-2*20)%8 != 0 {
+		return nil, false
+	}
+	return &gitlogPackFile{idx: idx, n: n, large: (len(idx) - fixed - 2*20) / 8, f: pack, size: size}, true
+}
+
 func (ps *gitlogPacks) close() {
 	for _, p := range ps.packs {
-		p.f.Close()
+		if p.c != nil {
+			p.c.Close()
+		}
 	}
 }
 
@@ -1327,7 +1358,8 @@ func gitlogBE32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
-// offset finds hash in the pack's index: -1 when absent.
+// offset finds hash in the pack's index: -1 when absent (or when the index
+// points outside its 64-bit offset table).
 func (p *gitlogPackFile) offset(hash plumbing.Hash) int64 {
 	const fan = 8
 	lo := 0
@@ -1345,8 +1377,16 @@ func (p *gitlogPackFile) offset(hash plumbing.Hash) int64 {
 	if o&0x80000000 == 0 {
 		return int64(o)
 	}
-	large := offs[p.n*4+int(o&0x7fffffff)*8:]
-	return int64(gitlogBE32(large))<<32 | int64(gitlogBE32(large[4:]))
+	k := int(o & 0x7fffffff)
+	if k >= p.large {
+		return -1
+	}
+	large := offs[p.n*4+k*8:]
+	v := int64(gitlogBE32(large))<<32 | int64(gitlogBE32(large[4:]))
+	if v < 0 {
+		return -1
+	}
+	return v
 }
 
 // read returns the object's type and content, or nil data when no pack has it.
@@ -1370,6 +1410,9 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 		return gitlogObj{}, fmt.Errorf("pack delta chain too deep at offset %d", off)
 	}
 	p := ps.packs[i]
+	if off < 0 || off >= p.size {
+		return gitlogObj{}, fmt.Errorf("pack offset %d outside the pack (%d bytes)", off, p.size)
+	}
 	// Reader state is reused across objects (a zlib reader alone is ~40 KiB);
 	// a nested call for a delta base takes its own.
 	r, zr := ps.br, ps.zr
@@ -1389,7 +1432,15 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 		if c, err = r.ReadByte(); err != nil {
 			return gitlogObj{}, err
 		}
+		if shift > 56 {
+			return gitlogObj{}, fmt.Errorf("pack object at offset %d: size header too long", off)
+		}
 		size |= int64(c&0x7f) << shift
+	}
+	// zlib inflates at most ~1032:1: a larger size is a corrupt header, not
+	// an allocation to make.
+	if size < 0 || size > (p.size-off)*1032+64 {
+		return gitlogObj{}, fmt.Errorf("pack object at offset %d: size %d does not fit the pack", off, size)
 	}
 	var base gitlogObj
 	switch typ {
@@ -1403,7 +1454,13 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 			if c, err = r.ReadByte(); err != nil {
 				return gitlogObj{}, err
 			}
+			if rel > p.size {
+				return gitlogObj{}, fmt.Errorf("pack object at offset %d: delta base offset out of range", off)
+			}
 			rel = ((rel + 1) << 7) | int64(c&0x7f)
+		}
+		if rel <= 0 || rel > off {
+			return gitlogObj{}, fmt.Errorf("pack object at offset %d: delta base offset %d out of range", off, rel)
 		}
 		if base, err = ps.at(i, off-rel, depth+1); err != nil {
 			return gitlogObj{}, err
@@ -1461,6 +1518,9 @@ func gitlogPatch(base, delta []byte) ([]byte, error) {
 		for len(delta) > 0 {
 			c := delta[0]
 			delta = delta[1:]
+			if shift > 56 {
+				return 0, false
+			}
 			n |= int(c&0x7f) << shift
 			shift += 7
 			if c&0x80 == 0 {
@@ -1471,10 +1531,16 @@ func gitlogPatch(base, delta []byte) ([]byte, error) {
 	}
 	srcSize, ok1 := varint()
 	dstSize, ok2 := varint()
-	if !ok1 || !ok2 || srcSize != len(base) {
+	if !ok1 || !ok2 || srcSize != len(base) || dstSize < 0 {
 		return nil, bad
 	}
-	out := make([]byte, 0, dstSize)
+	// A copy op of 4 bytes yields at most 16 MiB, an insert op no more than
+	// its own length: a larger target is a corrupt delta. The buffer grows
+	// past 16 MiB only as the ops fill it.
+	if dstSize > (len(delta)+3)/4*0xffffff+len(delta) {
+		return nil, bad
+	}
+	out := make([]byte, 0, min(dstSize, 1<<24))
 	for len(delta) > 0 {
 		op := delta[0]
 		delta = delta[1:]
@@ -1502,12 +1568,12 @@ func gitlogPatch(base, delta []byte) ([]byte, error) {
 			if n == 0 {
 				n = 0x10000
 			}
-			if off+n > len(base) || off < 0 {
+			if off+n > len(base) || off < 0 || len(out)+n > dstSize {
 				return nil, bad
 			}
 			out = append(out, base[off:off+n]...)
 		case op != 0:
-			if int(op) > len(delta) {
+			if int(op) > len(delta) || len(out)+int(op) > dstSize {
 				return nil, bad
 			}
 			out = append(out, delta[:op]...)

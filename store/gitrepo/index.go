@@ -62,7 +62,9 @@ func parseIndex(b []byte) (uint32, []rawEntry, error) {
 	}
 	n := int(binary.BigEndian.Uint32(b[8:12]))
 	end := len(b) - idxChecksumLen
-	entries := make([]rawEntry, 0, n)
+	// An entry takes at least 64 bytes: a count the file cannot hold is
+	// not an allocation to make.
+	entries := make([]rawEntry, 0, min(n, (end-idxHeader)/64))
 	off := idxHeader
 	for i := 0; i < n; i++ {
 		if off+idxFixed > end {
