@@ -1486,8 +1486,8 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 	} else if err := zr.(zlib.Resetter).Reset(r, nil); err != nil {
 		return gitlogObj{}, err
 	}
-	raw := make([]byte, size)
-	if _, err = io.ReadFull(zr, raw); err != nil {
+	raw, err := gitlogInflate(zr, size)
+	if err != nil {
 		return gitlogObj{}, fmt.Errorf("inflating pack object at offset %d: %w", off, err)
 	}
 	o := gitlogObj{typ: typ, data: raw}
@@ -1508,6 +1508,23 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 	ps.cache[key] = o
 	ps.size += len(o.data)
 	return o, nil
+}
+
+// gitlogInflate reads exactly n bytes of an object from zr. A large object
+// is read into a growing buffer, so that a size the stream does not hold
+// costs no allocation of that size.
+func gitlogInflate(zr io.Reader, n int64) ([]byte, error) {
+	if n <= 1<<20 {
+		b := make([]byte, n)
+		_, err := io.ReadFull(zr, b)
+		return b, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(1 << 20)
+	if m, err := io.CopyN(&buf, zr, n); err != nil {
+		return nil, fmt.Errorf("%d of %d bytes: %w", m, n, err)
+	}
+	return buf.Bytes(), nil
 }
 
 // gitlogPatch applies a git delta to base.
@@ -1535,12 +1552,12 @@ func gitlogPatch(base, delta []byte) ([]byte, error) {
 		return nil, bad
 	}
 	// A copy op of 4 bytes yields at most 16 MiB, an insert op no more than
-	// its own length: a larger target is a corrupt delta. The buffer grows
-	// past 16 MiB only as the ops fill it.
+	// its own length: a larger target is a corrupt delta. The buffer starts
+	// at what the base and the delta can justify and grows as ops fill it.
 	if dstSize > (len(delta)+3)/4*0xffffff+len(delta) {
 		return nil, bad
 	}
-	out := make([]byte, 0, min(dstSize, 1<<24))
+	out := make([]byte, 0, min(dstSize, len(base)+len(delta)))
 	for len(delta) > 0 {
 		op := delta[0]
 		delta = delta[1:]

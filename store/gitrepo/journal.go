@@ -92,7 +92,7 @@ func (R *Repo) RecoverSeries(ctx context.Context, name string, sig Signature) (h
 	}
 	hashes, err = R.CommitSeries(ctx, j.Commits, sig)
 	if err != nil {
-		return nil, true, fmt.Errorf("completing the commits journaled in %s: %w", path, err)
+		return nil, true, fmt.Errorf("committing the series journaled in %s: %w", path, err)
 	}
 	return hashes, true, removeDurable(path)
 }
