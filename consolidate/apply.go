@@ -129,8 +129,8 @@ func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) 
 }
 
 // openRepo returns opts.Repo, or opens st's repository for one Run or Apply
-// (done closes what it opened). A tree outside git gives a nil Repo when
-// nothing is to be committed.
+// (done closes what it opened). When nothing is to be committed, a tree
+// outside git (or a repository that does not open) gives a nil Repo.
 func openRepo(ctx context.Context, st *store.Store, opts Options) (repo *gitrepo.Repo, done func(), err error) {
 	if opts.Repo != nil {
 		return opts.Repo, func() {}, nil
@@ -139,12 +139,10 @@ func openRepo(ctx context.Context, st *store.Store, opts Options) (repo *gitrepo
 	switch {
 	case err == nil:
 		return repo, func() { repo.Close() }, nil
-	case errors.Is(err, gitrepo.ErrNoRepo) && (opts.NoCommit || opts.DryRun):
-		return nil, func() {}, nil
-	case errors.Is(err, gitrepo.ErrNoRepo):
-		return nil, nil, fmt.Errorf("%w; or run with --no-commit to write without committing", err)
+	case opts.NoCommit || opts.DryRun:
+		return nil, func() {}, nil // no commits, and no cache: it is only a cache
 	}
-	return nil, nil, err
+	return nil, nil, fmt.Errorf("%w; or run with --no-commit to write without committing", err)
 }
 
 func (e *Entry) checkBase(ctx context.Context, st engine.Store) error {
