@@ -21,6 +21,7 @@ import (
 	"github.com/pemdev/pem/consolidate"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // End-to-end runs on the demo site in real headless Chromium: one browser
@@ -76,7 +77,7 @@ func newWorld(t *testing.T, variant string) *world {
 	if _, err := store.Init(ctx, w.dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.InitRepo(ctx, w.dir); err != nil {
+	if err := gitrepo.Init(ctx, w.dir); err != nil {
 		t.Fatal(err)
 	}
 	w.st, err = store.Open(w.dir, nil)

@@ -2,30 +2,31 @@ package consolidate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // Options configure Run and Apply. The zero value consolidates at the real
 // time and commits as DefaultSignature.
 type Options struct {
-	Now       func() time.Time // the clock; nil means time.Now
-	DryRun    bool             // Run plans and returns without writing or locking
-	NoCommit  bool             // write the tree but make no commit
-	Signature store.Signature  // zero: store.DefaultSignature
-	Logger    *slog.Logger     // nil: discard
-	Progress  Progress         // nil: none
+	Now       func() time.Time  // the clock; nil means time.Now
+	DryRun    bool              // Run plans and returns without writing or locking
+	NoCommit  bool              // write the tree but make no commit
+	Signature gitrepo.Signature // zero: gitrepo.DefaultSignature
+	Logger    *slog.Logger      // nil: discard
+	Progress  Progress          // nil: none
+	// Repo is the tree's git repository, opened by the caller for the whole
+	// command; nil: Run and Apply open it once (a tree outside git is fine
+	// with NoCommit or DryRun: no cache, no commits).
+	Repo *gitrepo.Repo
 }
 
 // Result is what a consolidation did.
@@ -59,16 +60,18 @@ func (o Options) log() *slog.Logger {
 // run left (see Apply), loads, plans at opts.Now and applies. With DryRun it
 // only loads and plans, takes no lock and writes nothing.
 func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
+	repo, done, err := openRepo(ctx, st, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if opts.DryRun {
 		now := opts.now()
-		in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress})
+		in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress, Repo: repo})
 		if err != nil {
 			return nil, err
 		}
 		return &Result{Plan: Plan(now, in)}, nil
-	}
-	if err := checkRepo(st, opts); err != nil {
-		return nil, err
 	}
 	release, err := st.Lock(ctx)
 	if err != nil {
@@ -76,16 +79,16 @@ func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
 	}
 	defer release()
 	res := &Result{}
-	if err := recoverJournal(ctx, st, opts, res); err != nil {
+	if err := recoverJournal(ctx, repo, opts, res); err != nil {
 		return res, err
 	}
 	now := opts.now()
-	in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress})
+	in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress, Repo: repo})
 	if err != nil {
 		return res, err
 	}
 	res.Plan = Plan(now, in)
-	return res, apply(ctx, st, res.Plan, opts, res)
+	return res, apply(ctx, st, repo, res.Plan, opts, res)
 }
 
 // Apply writes a plan made by Plan and commits it. It takes the tree lock
@@ -102,16 +105,19 @@ func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
 // still different from HEAD — and then plans again: folds are idempotent, so
 // nothing is lost or counted twice.
 func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) (*Result, error) {
-	if err := checkRepo(st, opts); err != nil {
+	opts.DryRun = false
+	repo, done, err := openRepo(ctx, st, opts)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	release, err := st.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	res := &Result{Plan: plan}
-	if err := recoverJournal(ctx, st, opts, res); err != nil {
+	if err := recoverJournal(ctx, repo, opts, res); err != nil {
 		return res, err
 	}
 	for _, e := range plan.Entries {
@@ -119,17 +125,24 @@ func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) 
 			return res, err
 		}
 	}
-	return res, apply(ctx, st, plan, opts, res)
+	return res, apply(ctx, st, repo, plan, opts, res)
 }
 
-func checkRepo(st *store.Store, opts Options) error {
-	if opts.NoCommit {
-		return nil
+// openRepo returns opts.Repo, or opens st's repository for one Run or Apply
+// (done closes what it opened). When nothing is to be committed, a tree
+// outside git (or a repository that does not open) gives a nil Repo.
+func openRepo(ctx context.Context, st *store.Store, opts Options) (repo *gitrepo.Repo, done func(), err error) {
+	if opts.Repo != nil {
+		return opts.Repo, func() {}, nil
 	}
-	if _, err := store.GitDir(st.Root()); err != nil {
-		return fmt.Errorf("%w; or run with --no-commit to write without committing", err)
+	repo, err = gitrepo.Open(ctx, st.Root())
+	switch {
+	case err == nil:
+		return repo, func() { repo.Close() }, nil
+	case opts.NoCommit || opts.DryRun:
+		return nil, func() {}, nil // no commits, and no cache: it is only a cache
 	}
-	return nil
+	return nil, nil, fmt.Errorf("%w; or run with --no-commit to write without committing", err)
 }
 
 func (e *Entry) checkBase(ctx context.Context, st engine.Store) error {
@@ -161,21 +174,16 @@ func (e *Entry) checkBase(ctx context.Context, st engine.Store) error {
 // slows writes with it to widen the window it kills in.
 var testHookWrite = func() {}
 
-func apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options, res *Result) error {
+func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Changeset, opts Options, res *Result) error {
 	log := opts.log()
 	if plan.Empty() {
 		log.Info("nothing to consolidate")
 		return nil
 	}
-	var reqs []store.CommitRequest
-	journal := ""
+	var series *gitrepo.Series
 	if !opts.NoCommit {
-		reqs = commitRequests(plan)
 		var err error
-		if journal, err = journalPath(st); err != nil {
-			return err
-		}
-		if err := writeJournal(journal, reqs); err != nil {
+		if series, err = repo.BeginSeries(journalName, commitRequests(plan)); err != nil {
 			return err
 		}
 	}
@@ -220,7 +228,7 @@ func apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options, 
 	if opts.NoCommit {
 		return nil
 	}
-	hashes, err := store.CommitSeries(ctx, st.Root(), reqs, opts.Signature)
+	hashes, err := series.Commit(ctx, opts.Signature)
 	if err != nil {
 		return fmt.Errorf("committing the consolidation (the next run commits it): %w", err)
 	}
@@ -230,17 +238,14 @@ func apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options, 
 			log.Info("committed", "commit", h)
 		}
 	}
-	if err := os.Remove(journal); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing %s: %w", journal, err)
-	}
 	return nil
 }
 
 // commitRequests are the commits of a plan: one for everything but the
 // promotions to verified, then one per promotion.
-func commitRequests(plan *Changeset) []store.CommitRequest {
-	main := store.CommitRequest{Message: commitMessage(plan)}
-	var verify []store.CommitRequest
+func commitRequests(plan *Changeset) []gitrepo.CommitRequest {
+	main := gitrepo.CommitRequest{Message: commitMessage(plan)}
+	var verify []gitrepo.CommitRequest
 	for _, e := range plan.Entries {
 		if e.Experience != nil {
 			main.Paths = append(main.Paths, store.ExperiencePath(e.Key.Domain, e.Key.IntentKey))
@@ -256,12 +261,12 @@ func commitRequests(plan *Changeset) []store.CommitRequest {
 			main.Paths = append(main.Paths, fp)
 			continue
 		}
-		verify = append(verify, store.CommitRequest{Paths: []string{fp}, Message: verifyMessage(plan, e)})
+		verify = append(verify, gitrepo.CommitRequest{Paths: []string{fp}, Message: verifyMessage(plan, e)})
 	}
 	for _, r := range plan.Expire {
 		main.Paths = append(main.Paths, store.TracePath(r))
 	}
-	return append([]store.CommitRequest{main}, verify...)
+	return append([]gitrepo.CommitRequest{main}, verify...)
 }
 
 // maxBodyLines caps a commit message's body; the plan has the rest.
@@ -339,70 +344,27 @@ func verifyMessage(plan *Changeset, e *Entry) string {
 		e.Key, e.Facts.Revision, strings.Join(body, "\n"), e.Score.Confidence, e.Score.Successes, e.Score.Failures, e.Score.Sessions)
 }
 
-// The journal lists the commits a run is about to make. It lives in the git
-// directory (never committed) and is removed once they are made.
-const journalName = "pem-consolidate.journal"
-
-type journalFile struct {
-	Format  int                   `json:"format"`
-	Commits []store.CommitRequest `json:"commits"`
-}
-
-func journalPath(st *store.Store) (string, error) {
-	gd, err := store.GitDir(st.Root())
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(gd, journalName), nil
-}
-
-func writeJournal(path string, reqs []store.CommitRequest) error {
-	for i := range reqs {
-		sort.Strings(reqs[i].Paths)
-	}
-	data, err := json.Marshal(journalFile{Format: 1, Commits: reqs})
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
+// journalName names consolidation's commit journal (gitrepo.BeginSeries):
+// .git/pem-consolidate.journal.
+const journalName = "consolidate"
 
 // recoverJournal makes the commits an interrupted run journaled. Paths that
 // hold no change (the run died before writing them, or they were committed)
 // make no commit.
-func recoverJournal(ctx context.Context, st *store.Store, opts Options, res *Result) error {
+func recoverJournal(ctx context.Context, repo *gitrepo.Repo, opts Options, res *Result) error {
 	if opts.NoCommit {
 		return nil
 	}
-	path, err := journalPath(st)
-	if err != nil {
-		return err
-	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	hashes, found, err := repo.RecoverSeries(ctx, journalName, opts.Signature)
+	if errors.Is(err, gitrepo.ErrBadJournal) {
+		opts.log().Warn("unreadable consolidation journal set aside", "error", err)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return fmt.Errorf("completing the commits of an interrupted consolidation: %w", err)
 	}
-	var j journalFile
-	if err := json.Unmarshal(data, &j); err != nil || j.Format != 1 {
-		// A torn journal cannot happen (it is renamed into place); a foreign
-		// one is set aside rather than trusted.
-		_ = os.Rename(path, path+".bad")
-		opts.log().Warn("unreadable consolidation journal set aside", "path", path+".bad", "error", err)
+	if !found {
 		return nil
-	}
-	hashes, err := store.CommitSeries(ctx, st.Root(), j.Commits, opts.Signature)
-	if err != nil {
-		return fmt.Errorf("completing the commits of an interrupted consolidation (%s): %w", path, err)
 	}
 	for _, h := range hashes {
 		if h != "" {
@@ -411,5 +373,5 @@ func recoverJournal(ctx context.Context, st *store.Store, opts Options, res *Res
 		}
 	}
 	opts.log().Info("completed an interrupted consolidation", "commits", res.Recovered)
-	return os.Remove(path)
+	return nil
 }

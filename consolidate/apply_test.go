@@ -19,7 +19,7 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
-
+	"github.com/pemdev/pem/store/gitrepo"
 	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
@@ -57,7 +57,7 @@ func childConsolidate() int {
 	return 0
 }
 
-var testSig = store.Signature{Name: "pem", Email: "pem@localhost", When: time.Date(2025, 3, 10, 13, 0, 0, 0, time.UTC)}
+var testSig = gitrepo.Signature{Name: "pem", Email: "pem@localhost", When: time.Date(2025, 3, 10, 13, 0, 0, 0, time.UTC)}
 
 // git runs the git CLI in dir (gitcli.Run).
 var git = gitcli.Run
@@ -71,7 +71,7 @@ func newRepoTree(t testing.TB) (*store.Store, string) {
 	if _, err := store.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.InitRepo(ctx, dir); err != nil {
+	if err := gitrepo.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	st, err := store.Open(dir, nil)
@@ -471,7 +471,7 @@ func TestRunWithoutRepository(t *testing.T) {
 	}
 	defer st.Close()
 	put(t, st, newFx(17).trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}))
-	if _, err := Run(ctx, st, at(day0)); !errors.Is(err, store.ErrNoRepo) {
+	if _, err := Run(ctx, st, at(day0)); !errors.Is(err, gitrepo.ErrNoRepo) {
 		t.Fatalf("Run outside a repository: %v, want ErrNoRepo", err)
 	}
 	opts := at(day0)
@@ -564,7 +564,7 @@ func TestKillAtRandomPoints(t *testing.T) {
 			t.Fatalf("trial %d: tree after kills differs from a clean run:\n%s", trial, lineDiff(got, want))
 		}
 		assertGitClean(t, dir)
-		for _, f := range []string{".git/index.lock", ".git/refs/heads/main.lock", ".git/" + journalName, ".git/pem-commit.pid"} {
+		for _, f := range []string{".git/index.lock", ".git/refs/heads/main.lock", ".git/pem-consolidate.journal", ".git/pem-commit.pid"} {
 			if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("trial %d: %s left behind (%v)", trial, f, err)
 			}
@@ -621,4 +621,54 @@ func lineDiff(a, b string) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, "\n")
+}
+
+// TestRunOpensTheRepositoryOnce holds a consolidation to one git handle:
+// before store/gitrepo the repository was found five times per run (the
+// repo check, the journal recovery, the cache, the journal, the commit).
+func TestRunOpensTheRepositoryOnce(t *testing.T) {
+	ctx := context.Background()
+	st, dir := newRepoTree(t)
+	f := newFx(13)
+	put(t, st, f.trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}),
+		f.trace(traceSpec{url: starsURL, intent: "star count", session: "b", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}))
+	before := gitrepo.Opens()
+	res, err := Run(ctx, st, at(day0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Commits) != 1 {
+		t.Fatalf("commits %v, want 1", res.Commits)
+	}
+	if n := gitrepo.Opens() - before; n != 1 {
+		t.Fatalf("one consolidation opened the repository %d times, want 1", n)
+	}
+
+	// A handle given in Options is used as is: no open at all, and the
+	// handle sees the commit it made (a second run plans nothing).
+	repo, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repo.Close()
+	put(t, st, f.trace(traceSpec{url: starsURL, intent: "star count", session: "c", at: day0.Add(-time.Minute), ok: true, steps: starsRoute}))
+	before = gitrepo.Opens()
+	opts := at(day0)
+	opts.Repo = repo
+	for i, want := range []int{1, 0} {
+		res, err := Run(ctx, st, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Commits) != want {
+			t.Fatalf("run %d: commits %v, want %d", i, res.Commits, want)
+		}
+	}
+	if n := gitrepo.Opens() - before; n != 0 {
+		t.Fatalf("runs with Options.Repo opened the repository %d times, want 0", n)
+	}
+	if h, err := repo.Head(ctx); err != nil || h != git(t, dir, "rev-parse", "HEAD") {
+		t.Fatalf("handle's HEAD %q, %v; git says %s", h, err, git(t, dir, "rev-parse", "HEAD"))
+	}
+	assertGitClean(t, dir)
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 	"github.com/pemdev/pem/store/treegen"
 )
 
@@ -46,6 +47,12 @@ func childBench() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	repo, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer repo.Close()
 	var r benchReport
 	if p := os.Getenv("PEM_BENCH_CPUPROFILE"); p != "" {
 		f, err := os.Create(p)
@@ -55,7 +62,7 @@ func childBench() int {
 		}
 	}
 	t0 := time.Now()
-	in, err := Load(ctx, st, LoadOptions{Now: now})
+	in, err := Load(ctx, st, LoadOptions{Now: now, Repo: repo})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -65,12 +72,12 @@ func childBench() int {
 	t2 := time.Now()
 	res := &Result{}
 	opts := Options{Now: func() time.Time { return now }, NoCommit: true}
-	if err := apply(ctx, st, plan, opts, res); err != nil {
+	if err := apply(ctx, st, repo, plan, opts, res); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	t3 := time.Now()
-	if _, err := store.CommitSeries(ctx, dir, commitRequests(plan), store.Signature{}); err != nil {
+	if _, err := repo.CommitSeries(ctx, commitRequests(plan), gitrepo.Signature{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -143,7 +150,7 @@ func benchBase(b *testing.B, domains, intents, traces int) string {
 	// background of a measurement.
 	git(b, dir, "gc", "-q")
 	git(b, dir, "config", "gc.auto", "0")
-	if err := store.InitRepo(ctx, dir); err != nil {
+	if err := gitrepo.Init(ctx, dir); err != nil {
 		b.Fatal(err)
 	}
 	st, err := store.Open(dir, nil)
@@ -189,7 +196,13 @@ func BenchmarkConsolidate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := Load(ctx, st, LoadOptions{Now: treegen.Base}); err != nil {
+	repo, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = Load(ctx, st, LoadOptions{Now: treegen.Base, Repo: repo})
+	repo.Close()
+	if err != nil {
 		b.Fatal(err)
 	}
 	before := git(b, dir, "rev-parse", "HEAD")

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/engine"
-	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // The summary cache lets a consolidation of a large tree skip decoding the
@@ -74,19 +74,14 @@ type cache struct {
 	misses     int
 }
 
-// openCache reads the cache of st's tree; off, or a tree outside git,
-// gives a cache that never hits and never saves.
-func openCache(st engine.Store, off bool) *cache {
+// openCache reads the cache of repo's tree; off, or no repository, gives a
+// cache that never hits and never saves.
+func openCache(repo *gitrepo.Repo, off bool) *cache {
 	c := &cache{started: time.Now().UnixNano()}
-	r, ok := st.(interface{ Root() string })
-	if off || !ok {
+	if off || repo == nil {
 		return c
 	}
-	gd, err := store.GitDir(r.Root())
-	if err != nil {
-		return c
-	}
-	c.root, c.path = r.Root(), filepath.Join(gd, cacheName)
+	c.root, c.path = repo.TreeDir(), repo.StatePath(cacheName)
 	if data, err := os.ReadFile(c.path); err == nil {
 		var cf cacheFile
 		if gob.NewDecoder(bytes.NewReader(data)).Decode(&cf) == nil && cf.Format == cacheFormat {

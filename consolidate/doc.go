@@ -12,8 +12,10 @@
 //     (fold trace X into D/K, status hypothesis → candidate because …, verify
 //     D/K r<rev>, contest, expire trace X because its age exceeds ttl_days, create
 //     or update facts). Plans are golden-tested from trees in testdata/.
-//   - Apply writes the plan under the tree lock and commits it with
-//     store.CommitSeries; Run is Load + Plan + Apply under one lock.
+//   - Apply writes the plan under the tree lock and commits it as one
+//     journaled gitrepo series (Repo.BeginSeries); Run is Load + Plan +
+//     Apply under one lock, over one git handle (Options.Repo, or opened
+//     once per run), through which it also reaches its summary cache.
 //     Schedule runs Run (and deep-learn) on cron specs for pem serve.
 //
 // The rules and the crash-safety argument are in docs/consolidation.md; every
@@ -23,6 +25,6 @@
 // and pem check share (merging two records, the facts diff, the check rules)
 // are pure functions in engine (merge.go, diff.go, check.go).
 //
-// consolidate imports engine, store and the standard library (plus
-// robfig/cron for scheduling); never agent or deeplearn.
+// consolidate imports engine, store, store/gitrepo and the standard library
+// (plus robfig/cron for scheduling); never agent or deeplearn.
 package consolidate

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -24,6 +25,9 @@ type LoadOptions struct {
 	Progress Progress  // nil: none
 	All      bool      // load every entry, not only those the plan can change
 	NoCache  bool      // neither read nor write the summary cache
+	// Repo is the tree's git repository, whose git directory holds the
+	// summary cache; nil: no cache.
+	Repo *gitrepo.Repo
 }
 
 // Load reads what Plan needs from st at time opts.Now, and no more:
@@ -67,7 +71,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 		}
 	}
 
-	c := openCache(st, opts.NoCache || opts.All)
+	c := openCache(opts.Repo, opts.NoCache || opts.All)
 	c.stat(files)
 	var mu sync.Mutex
 	read := func(f *entryFile) error {

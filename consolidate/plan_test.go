@@ -15,6 +15,7 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*/plan.golden")
@@ -240,7 +241,7 @@ func TestLoadOnlyWhatChangesAndCache(t *testing.T) {
 		name := filepath.Base(filepath.Dir(treeDir))
 		t.Run(name, func(t *testing.T) {
 			dir := copyTree(t, treeDir)
-			if err := store.InitRepo(ctx, dir); err != nil {
+			if err := gitrepo.Init(ctx, dir); err != nil {
 				t.Fatal(err)
 			}
 			now := caseNow(t, filepath.Dir(treeDir))
@@ -250,7 +251,12 @@ func TestLoadOnlyWhatChangesAndCache(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer st.Close()
-				o.Now = now
+				repo, err := gitrepo.Open(ctx, dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer repo.Close()
+				o.Now, o.Repo = now, repo
 				in, err := Load(ctx, st, o)
 				if err != nil {
 					t.Fatal(err)
@@ -280,7 +286,7 @@ func TestLoadOnlyWhatChangesAndCache(t *testing.T) {
 
 	// A facts file changed behind the cache (same size, new mtime) is re-read.
 	dir := copyTree(t, filepath.Join("testdata", "decay", "tree"))
-	if err := store.InitRepo(ctx, dir); err != nil {
+	if err := gitrepo.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-time.Hour)
@@ -294,7 +300,12 @@ func TestLoadOnlyWhatChangesAndCache(t *testing.T) {
 	load := func() *Changeset {
 		st, _ := store.Open(dir, nil)
 		defer st.Close()
-		in, err := Load(ctx, st, LoadOptions{Now: now})
+		repo, err := gitrepo.Open(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer repo.Close()
+		in, err := Load(ctx, st, LoadOptions{Now: now, Repo: repo})
 		if err != nil {
 			t.Fatal(err)
 		}

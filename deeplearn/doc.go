@@ -15,7 +15,7 @@
 // Proposals, not edits: a proposal is at most candidate, with source
 // deep-learn; a verified entry is never changed — the proposal is a new
 // revision that supersedes it. cmd/pem commits the proposals on a review
-// branch (store.CommitToBranch) or, with --apply, on the current branch.
+// branch (gitrepo.(*Repo).CommitToBranch) or, with --apply, on the current branch.
 //
 // Poisoning guard: no text copied from a page ever becomes a hint or any other
 // instruction-like field (hints are pem's own templates around selectors); an

@@ -9,8 +9,9 @@
 // *Store implements engine.Store on it; Marshal and Unmarshal are the
 // canonical YAML codec every package that touches tree files uses; Check
 // lists every bad file, and Files hands every file of the tree to a callback
-// (pem check's secret scan) through the same confinement. The git side of the tree (InitRepo, commits, log,
-// diff) lives in git*.go.
+// (pem check's secret scan) through the same confinement. The git side of the
+// tree (commits, the journal, log, diff, sync, the merge driver) is package
+// store/gitrepo, which store does not import.
 //
 // Guarantees:
 //   - Canonical YAML: the same value always encodes to the same bytes, and
@@ -27,6 +28,6 @@
 //   - Warm reads are cheap: decoded records and directory listings are cached
 //     and revalidated with one lstat (see cache.go).
 //
-// store imports engine and the standard library (plus go.yaml.in/yaml/v3 and
-// go-git for git*.go); never consolidate, deeplearn or agent.
+// store imports engine and the standard library (plus go.yaml.in/yaml/v3);
+// never store/gitrepo, consolidate, deeplearn or agent.
 package store

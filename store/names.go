@@ -101,6 +101,13 @@ const (
 	yamlExt       = ".yaml"
 )
 
+// TracesDir and TraceExt name the trace files, for the git side (pem sync
+// shares exactly these).
+const (
+	TracesDir = tracesDir
+	TraceExt  = yamlExt
+)
+
 // TracePath returns traces/<domain>/<day>/<id>.yaml.
 func TracePath(ref engine.TraceRef) string {
 	return tracesDir + "/" + ref.Domain + "/" + ref.Day + "/" + ref.ID + yamlExt

@@ -24,6 +24,7 @@ import (
 	"github.com/pemdev/pem/consolidate"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // pem agent run, pem demo and pem bench: wiring of agent (run loop and
@@ -395,8 +396,10 @@ func openTree(ctx context.Context, dir string) (*store.Store, error) {
 	if _, err := store.Init(ctx, dir); err != nil {
 		return nil, fmt.Errorf("creating knowledge tree %s: %w", dir, err)
 	}
-	if _, err := store.GitDir(dir); err != nil {
-		if err := store.InitRepo(ctx, dir); err != nil {
+	if r, err := gitrepo.Open(ctx, dir); err == nil {
+		r.Close()
+	} else {
+		if err := gitrepo.Init(ctx, dir); err != nil {
 			return nil, fmt.Errorf("creating git repository in %s: %w", dir, err)
 		}
 	}

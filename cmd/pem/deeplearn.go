@@ -111,7 +111,7 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 			}
 			paths = append(paths, rel)
 		}
-		h, err := store.Commit(ctx, st.Root(), paths, title+"\n\n"+report, store.Signature{})
+		h, err := commitTree(ctx, st.Root(), paths, title+"\n\n"+report)
 		if err != nil {
 			return "", fmt.Errorf("the proposals were written but not committed: %w (commit them with git)", err)
 		}
@@ -129,7 +129,7 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 	if branch == "" {
 		branch = "pem/deep-learn/" + now.Format("2006-01-02")
 	}
-	h, err := store.CommitToBranch(ctx, st.Root(), branch, files, title+"\n\n"+report, store.Signature{})
+	h, err := commitToBranch(ctx, st.Root(), branch, files, title+"\n\n"+report)
 	if err != nil {
 		return "", err
 	}

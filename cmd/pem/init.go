@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 func init() { register(newInitCmd) }
@@ -39,7 +40,7 @@ func runInit(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating knowledge tree %s: %w", dir, err)
 	}
-	if err := store.InitRepo(c.Context, dir); err != nil {
+	if err := gitrepo.Init(c.Context, dir); err != nil {
 		return fmt.Errorf("creating git repository in %s: %w", dir, err)
 	}
 	w := c.App.Writer

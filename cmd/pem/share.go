@@ -21,6 +21,7 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 func init() {
@@ -60,10 +61,10 @@ func runMergeDriver(c *cli.Context) error {
 		if c.NArg() == 1 {
 			dir = filepath.Clean(c.Args().First())
 		}
-		if err := store.InstallMergeDriver(c.Context, dir, ""); err != nil {
+		if err := installMergeDriver(c.Context, dir); err != nil {
 			return fmt.Errorf("installing the merge driver for %s: %w", dir, err)
 		}
-		fmt.Fprintf(c.App.Writer, "registered merge driver 'pem' (%s) and wrote %s\n", store.MergeDriverCommand, filepath.Join(dir, ".gitattributes"))
+		fmt.Fprintf(c.App.Writer, "registered merge driver 'pem' (%s) and wrote %s\n", gitrepo.MergeDriverCommand, filepath.Join(dir, ".gitattributes"))
 		return nil
 	}
 	if c.NArg() < 3 || c.NArg() > 4 {
@@ -200,9 +201,10 @@ func runSync(c *cli.Context) error {
 		return usagef("sync takes at most one remote, got %d arguments", c.NArg())
 	}
 	dir := knowledgeDir(c)
-	sig := store.DefaultSignature()
-	res, err := store.Sync(c.Context, dir, store.SyncOptions{Remote: c.Args().First(), Name: sig.Name, Email: sig.Email})
-	if errors.Is(err, store.ErrNotAddOnly) {
+	sig := gitrepo.DefaultSignature()
+	res, err := syncTree(c.Context, dir, gitrepo.SyncOptions{Remote: c.Args().First(), Name: sig.Name, Email: sig.Email,
+		TracesDir: store.TracesDir, TraceExt: store.TraceExt})
+	if errors.Is(err, gitrepo.ErrNotAddOnly) {
 		return cli.Exit(err.Error(), exitInternal)
 	}
 	if err != nil {
@@ -252,7 +254,7 @@ func runDiff(c *cli.Context) error {
 		return usagef("diff: --format %q: use text, markdown or json", format)
 	}
 	dir := knowledgeDir(c)
-	h, err := store.OpenHistory(dir)
+	h, err := gitrepo.OpenHistory(dir)
 	if err != nil {
 		return err
 	}
@@ -290,7 +292,7 @@ func runDiff(c *cli.Context) error {
 }
 
 // shareDiff builds the report between two commits ("" = the empty tree).
-func shareDiff(c *cli.Context, h *store.History, from, to string) (*engine.DiffReport, error) {
+func shareDiff(c *cli.Context, h *gitrepo.History, from, to string) (*engine.DiffReport, error) {
 	ctx := c.Context
 	changes, err := h.Diff(ctx, from, to, "")
 	if err != nil {
@@ -383,7 +385,7 @@ func shareDiff(c *cli.Context, h *store.History, from, to string) (*engine.DiffR
 	return rep, nil
 }
 
-func shareDecodeBlob(c *cli.Context, h *store.History, hash string, v any, kind string) error {
+func shareDecodeBlob(c *cli.Context, h *gitrepo.History, hash string, v any, kind string) error {
 	data, err := h.Blob(c.Context, hash, store.MaxBytes(kind))
 	if err != nil {
 		return err
@@ -436,7 +438,7 @@ func runLog(c *cli.Context) error {
 			paths = []string{"facts/" + dom, "experience/" + dom}
 		}
 	}
-	h, err := store.OpenHistory(knowledgeDir(c))
+	h, err := gitrepo.OpenHistory(knowledgeDir(c))
 	if err != nil {
 		return err
 	}
@@ -466,7 +468,7 @@ func runLog(c *cli.Context) error {
 
 // shareLogState describes a file at a commit: a facts entry's status and
 // revision, an experience file's evidence counts.
-func shareLogState(c *cli.Context, h *store.History, ch store.FileChange) string {
+func shareLogState(c *cli.Context, h *gitrepo.History, ch gitrepo.FileChange) string {
 	if ch.Deleted() {
 		return "deleted"
 	}
@@ -562,9 +564,9 @@ func runCheck(c *cli.Context) error {
 
 	// History: verified content never altered; and the pull request's change.
 	commits := 0
-	h, err := store.OpenHistory(dir)
+	h, err := gitrepo.OpenHistory(dir)
 	switch {
-	case errors.Is(err, store.ErrNoRepo):
+	case errors.Is(err, gitrepo.ErrNoRepo):
 		fmt.Fprintf(c.App.ErrWriter, "pem: check: %s is in no git repository: history not checked\n", dir)
 	case err != nil:
 		return err
@@ -601,11 +603,11 @@ func runCheck(c *cli.Context) error {
 // facts file that altered a verified version's content. A merge commit's
 // change is only new when it matches none of the other parents' versions
 // (those were checked on their own branch).
-func shareCheckHistory(c *cli.Context, h *store.History) (int, []engine.CheckProblem, error) {
+func shareCheckHistory(c *cli.Context, h *gitrepo.History) (int, []engine.CheckProblem, error) {
 	ctx := c.Context
 	var problems []engine.CheckProblem
 	commits := 0
-	err := h.Walk(ctx, "HEAD", "facts", func(ci store.CommitInfo, changes []store.FileChange) error {
+	err := h.Walk(ctx, "HEAD", "facts", func(ci gitrepo.CommitInfo, changes []gitrepo.FileChange) error {
 		commits++
 		for _, ch := range changes {
 			if ch.Added() || !strings.HasSuffix(ch.Path, ".yaml") {
@@ -653,7 +655,7 @@ func shareCheckHistory(c *cli.Context, h *store.History) (int, []engine.CheckPro
 }
 
 // shareCheckPR checks the change from the merge base of base and HEAD to HEAD.
-func shareCheckPR(c *cli.Context, h *store.History, base string) ([]engine.CheckProblem, error) {
+func shareCheckPR(c *cli.Context, h *gitrepo.History, base string) ([]engine.CheckProblem, error) {
 	ctx := c.Context
 	if _, err := h.Resolve(ctx, base); err != nil {
 		return nil, usagef("check --pr: %v (in a CI checkout, fetch the base branch first: git fetch origin BASE)", err)

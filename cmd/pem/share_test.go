@@ -17,6 +17,7 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 	"github.com/pemdev/pem/store/storetest/gitcli"
 	"github.com/pemdev/pem/store/treegen"
 )
@@ -701,7 +702,7 @@ func BenchmarkLogVsGit(b *testing.B) {
 		return proc(c, &gitCPU)
 	}
 	runLib := func() int {
-		h, err := store.OpenHistory(dir)
+		h, err := gitrepo.OpenHistory(dir)
 		if err != nil {
 			b.Fatal(err)
 		}

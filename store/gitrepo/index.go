@@ -1,4 +1,4 @@
-package store
+package gitrepo
 
 // gitindex.go updates git's index file as bytes: the entries of the paths a
 // commit touches are re-encoded, every other entry is copied unchanged. On a
@@ -62,7 +62,9 @@ func parseIndex(b []byte) (uint32, []rawEntry, error) {
 	}
 	n := int(binary.BigEndian.Uint32(b[8:12]))
 	end := len(b) - idxChecksumLen
-	entries := make([]rawEntry, 0, n)
+	// An entry takes at least 64 bytes: a count the file cannot hold is
+	// not an allocation to make.
+	entries := make([]rawEntry, 0, min(n, (end-idxHeader)/64))
 	off := idxHeader
 	for i := 0; i < n; i++ {
 		if off+idxFixed > end {
@@ -76,9 +78,18 @@ func parseIndex(b []byte) (uint32, []rawEntry, error) {
 			}
 			nameOff += 2
 		}
-		nul := bytes.IndexByte(b[nameOff:end], 0)
-		if nul < 0 {
-			return version, nil, fmt.Errorf("index entry %d has no name end", i)
+		// The name's length is in the flags, as git reads it (the NUL
+		// after the name is only searched for a name of 0xfff bytes or
+		// more); a name that holds a NUL, or does not end where the flags
+		// say, is corrupt.
+		nul := int(flags & idxNameMask)
+		if nul == idxNameMask {
+			nul = bytes.IndexByte(b[nameOff:end], 0)
+			if nul < 0 {
+				return version, nil, fmt.Errorf("index entry %d has no name end", i)
+			}
+		} else if nameOff+nul >= end || b[nameOff+nul] != 0 || bytes.IndexByte(b[nameOff:nameOff+nul], 0) >= 0 {
+			return version, nil, fmt.Errorf("index entry %d: name length %d does not match its name", i, nul)
 		}
 		name := b[nameOff : nameOff+nul]
 		// Entries are padded with 1 to 8 NULs to a multiple of 8 bytes.

@@ -1,4 +1,4 @@
-package store
+package gitrepo
 
 // gitpack.go writes a commit's new objects as one packfile with its index
 // (pack format 2, index format 2) instead of one loose file per object: a

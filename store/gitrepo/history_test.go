@@ -1,4 +1,4 @@
-package store_test
+package gitrepo_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/store"
-
+	"github.com/pemdev/pem/store/gitrepo"
 	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
@@ -55,7 +55,7 @@ func gitlogInit(t testing.TB, dir string) {
 	gitlogGit(t, dir, "init", "-q", "-b", "main")
 }
 
-func gitlogPaths(cs []store.FileChange) []string {
+func gitlogPaths(cs []gitrepo.FileChange) []string {
 	var out []string
 	for _, c := range cs {
 		tag := "M"
@@ -95,7 +95,7 @@ func TestHistory(t *testing.T) {
 	}
 	c5 := gitlogCommit(t, repo, "delete one", 5)
 
-	h, err := store.OpenHistory(kn)
+	h, err := gitrepo.OpenHistory(kn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestHistory(t *testing.T) {
 	gitlogGit(t, repo, "checkout", "-q", "main")
 	gitlogGit(t, repo, "merge", "-q", "--no-edit", "side")
 	var walked []string
-	err = h.Walk(ctx, "HEAD", "facts", func(ci store.CommitInfo, cs []store.FileChange) error {
+	err = h.Walk(ctx, "HEAD", "facts", func(ci gitrepo.CommitInfo, cs []gitrepo.FileChange) error {
 		walked = append(walked, ci.Subject)
 		return nil
 	})
@@ -195,7 +195,7 @@ func TestHistory(t *testing.T) {
 }
 
 func TestOpenHistoryOutsideRepo(t *testing.T) {
-	if _, err := store.OpenHistory(t.TempDir()); !errors.Is(err, store.ErrNoRepo) {
+	if _, err := gitrepo.OpenHistory(t.TempDir()); !errors.Is(err, gitrepo.ErrNoRepo) {
 		t.Fatalf("got %v, want ErrNoRepo", err)
 	}
 }
@@ -207,11 +207,11 @@ func TestInstallMergeDriver(t *testing.T) {
 	kn := filepath.Join(repo, "kn")
 	gitlogWrite(t, kn, ".gitattributes", "*.png binary")
 	for i := 0; i < 2; i++ { // idempotent
-		if err := store.InstallMergeDriver(ctx, kn, ""); err != nil {
+		if err := installMergeDriver(ctx, kn); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := gitlogGit(t, repo, "config", "--get", "merge.pem.driver"); got != store.MergeDriverCommand {
+	if got := gitlogGit(t, repo, "config", "--get", "merge.pem.driver"); got != gitrepo.MergeDriverCommand {
 		t.Fatalf("merge.pem.driver = %q", got)
 	}
 	data, err := os.ReadFile(filepath.Join(kn, ".gitattributes"))
@@ -264,12 +264,12 @@ func TestSync(t *testing.T) {
 	gitlogGit(t, root, "clone", "-q", bare, a)
 	gitlogGit(t, root, "clone", "-q", bare, b)
 	now := func() time.Time { return time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC) }
-	opt := store.SyncOptions{Now: now}
+	opt := gitrepo.SyncOptions{Now: now, TracesDir: store.TracesDir, TraceExt: store.TraceExt}
 
 	// A: two pending traces, committed and pushed.
 	gitlogTrace(t, a, "a.example", 1)
 	gitlogTrace(t, a, "b.example", 2)
-	res, err := store.Sync(ctx, a, opt)
+	res, err := syncDir(ctx, a, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestSync(t *testing.T) {
 	gitlogTrace(t, b, "a.example", 3)
 	gitlogCommit(t, b, "b: one trace by hand", 1)
 	gitlogTrace(t, b, "a.example", 4) // pending
-	res, err = store.Sync(ctx, b, opt)
+	res, err = syncDir(ctx, b, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestSync(t *testing.T) {
 	}
 
 	// A again: takes B's commits by fast-forward; nothing to push.
-	res, err = store.Sync(ctx, a, opt)
+	res, err = syncDir(ctx, a, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,21 +325,21 @@ func TestSync(t *testing.T) {
 	gitlogGit(t, a, "fsck", "--strict")
 
 	// Nothing new anywhere: a no-op.
-	res, err = store.Sync(ctx, a, opt)
+	res, err = syncDir(ctx, a, opt)
 	if err != nil || res.Committed != 0 || res.Pushed || res.Replayed != 0 {
 		t.Fatalf("idle sync: %+v, %v", res, err)
 	}
 
 	// B consolidates locally (changes facts) while A pushes a trace: refused with what to do.
 	gitlogTrace(t, a, "a.example", 5)
-	if _, err := store.Sync(ctx, a, opt); err != nil {
+	if _, err := syncDir(ctx, a, opt); err != nil {
 		t.Fatal(err)
 	}
 	gitlogWrite(t, b, "facts/a.example/one.yaml", "v2 from b\n")
 	gitlogCommit(t, b, "pem: consolidate", 2)
 	before := gitlogGit(t, b, "rev-parse", "HEAD")
-	_, err = store.Sync(ctx, b, opt)
-	if !errors.Is(err, store.ErrNotAddOnly) || !strings.Contains(err.Error(), "facts/a.example/one.yaml") || !strings.Contains(err.Error(), "pull request") {
+	_, err = syncDir(ctx, b, opt)
+	if !errors.Is(err, gitrepo.ErrNotAddOnly) || !strings.Contains(err.Error(), "facts/a.example/one.yaml") || !strings.Contains(err.Error(), "pull request") {
 		t.Fatalf("non-add-only sync: %v", err)
 	}
 	if after := gitlogGit(t, b, "rev-parse", "HEAD"); after != before {
@@ -365,7 +365,7 @@ func TestSyncProtectsLocalEdits(t *testing.T) {
 	gitlogCommit(t, a, "edit", 1)
 	gitlogGit(t, a, "push", "-q", "origin", "main")
 	gitlogWrite(t, b, "facts/a.example/one.yaml", "my uncommitted edit\n")
-	_, err := store.Sync(ctx, b, store.SyncOptions{})
+	_, err := syncDir(ctx, b, gitrepo.SyncOptions{TracesDir: store.TracesDir, TraceExt: store.TraceExt})
 	if err == nil || !strings.Contains(err.Error(), "local changes") {
 		t.Fatalf("got %v, want a refusal naming local changes", err)
 	}
@@ -386,7 +386,7 @@ func TestSyncEmptyRemote(t *testing.T) {
 	gitlogWrite(t, a, "pem.yaml", "format: 1\n")
 	gitlogCommit(t, a, "init", 0)
 	gitlogTrace(t, a, "a.example", 1)
-	res, err := store.Sync(ctx, a, store.SyncOptions{})
+	res, err := syncDir(ctx, a, gitrepo.SyncOptions{TracesDir: store.TracesDir, TraceExt: store.TraceExt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestHistoryPacked(t *testing.T) {
 		contents = append(contents, content)
 	}
 	logOf := func() []string {
-		h, err := store.OpenHistory(repo)
+		h, err := gitrepo.OpenHistory(repo)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -482,4 +482,22 @@ func gitlogGlob(t *testing.T, pattern string) string {
 		t.Fatalf("glob %s: %v %v", pattern, m, err)
 	}
 	return m[0]
+}
+
+func installMergeDriver(ctx context.Context, dir string) error {
+	r, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.InstallMergeDriver(ctx, "", store.GitAttributes)
+}
+
+func syncDir(ctx context.Context, dir string, opt gitrepo.SyncOptions) (*gitrepo.SyncResult, error) {
+	r, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Sync(ctx, opt)
 }

@@ -1,4 +1,4 @@
-package store
+package gitrepo
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func TestInitRepoFreshAndIdempotent(t *testing.T) {
 	writeFile(t, dir, ".gitignore", ".pem.lock\n*.tmp\n")
 	writeFile(t, dir, ".pem.lock", "")
 	writeFile(t, dir, "facts/x.tmp", "junk")
-	if err := InitRepo(ctx, dir); err != nil {
+	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	if got := gitRun(t, dir, "config", "merge.pem.driver"); got != MergeDriverCommand {
@@ -80,7 +80,7 @@ func TestInitRepoFreshAndIdempotent(t *testing.T) {
 	assertClean(t, dir)
 	head := gitRun(t, dir, "rev-parse", "HEAD")
 	cfg, _ := os.ReadFile(filepath.Join(dir, ".git", "config"))
-	if err := InitRepo(ctx, dir); err != nil {
+	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	if again := gitRun(t, dir, "rev-parse", "HEAD"); again != head {
@@ -90,7 +90,7 @@ func TestInitRepoFreshAndIdempotent(t *testing.T) {
 	if string(cfg) != string(cfg2) {
 		t.Fatalf("second InitRepo rewrote the config:\n%s\n---\n%s", cfg, cfg2)
 	}
-	if h, err := HeadCommit(ctx, dir); err != nil || h != head {
+	if h, err := headDir(ctx, dir); err != nil || h != head {
 		t.Fatalf("HeadCommit = %q, %v; want %s", h, err, head)
 	}
 }
@@ -104,7 +104,7 @@ func TestInitRepoInsideProjectRepo(t *testing.T) {
 	gitRun(t, proj, "commit", "-q", "-m", "project")
 	kdir := filepath.Join(proj, "knowledge")
 	writeFile(t, kdir, "pem.yaml", "format: 1\n")
-	if err := InitRepo(ctx, kdir); err != nil {
+	if err := Init(ctx, kdir); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(kdir, ".git")); !errors.Is(err, os.ErrNotExist) {
@@ -117,7 +117,7 @@ func TestInitRepoInsideProjectRepo(t *testing.T) {
 		t.Fatalf("InitRepo committed into a project that has history: %s commits", n)
 	}
 	// Commit paths relative to the knowledge dir land under knowledge/.
-	h, err := Commit(ctx, kdir, []string{"pem.yaml"}, "pem: add tree", testSig)
+	h, err := commitDir(ctx, kdir, []string{"pem.yaml"}, "pem: add tree", testSig)
 	if err != nil || h == "" {
 		t.Fatalf("Commit = %q, %v", h, err)
 	}
@@ -137,7 +137,7 @@ func TestCommitExactPaths(t *testing.T) {
 	writeFile(t, dir, "facts/a.com/x.yaml", "x: 1\n")
 	writeFile(t, dir, "facts/a.com/y.yaml", "y: 1\n")
 	writeFile(t, dir, "traces/a.com/2025-01-01/OLD.yaml", "old\n")
-	if err := InitRepo(ctx, dir); err != nil {
+	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	first := gitRun(t, dir, "rev-parse", "HEAD")
@@ -154,7 +154,7 @@ func TestCommitExactPaths(t *testing.T) {
 	writeFile(t, dir, "facts/a.com/y.yaml", "y: staged\n")
 	gitRun(t, dir, "add", "facts/a.com/y.yaml")
 
-	h, err := Commit(ctx, dir, []string{"facts/a.com/x.yaml", "traces/b.org/2025-02-01/NEW.yaml", "traces/a.com/2025-01-01/OLD.yaml", "facts/a.com/x.yaml"},
+	h, err := commitDir(ctx, dir, []string{"facts/a.com/x.yaml", "traces/b.org/2025-02-01/NEW.yaml", "traces/a.com/2025-01-01/OLD.yaml", "facts/a.com/x.yaml"},
 		"pem: consolidate 1 trace\n\nbody line\n", testSig)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func TestCommitExactPaths(t *testing.T) {
 	gitRun(t, dir, "fsck", "--strict", "--no-dangling")
 
 	// Nothing new: no commit.
-	h2, err := Commit(ctx, dir, []string{"facts/a.com/x.yaml", "traces/a.com/2025-01-01/OLD.yaml"}, "again", testSig)
+	h2, err := commitDir(ctx, dir, []string{"facts/a.com/x.yaml", "traces/a.com/2025-01-01/OLD.yaml"}, "again", testSig)
 	if err != nil || h2 != "" {
 		t.Fatalf("commit of unchanged paths = %q, %v; want no commit", h2, err)
 	}
@@ -188,7 +188,7 @@ func TestCommitExactPaths(t *testing.T) {
 		t.Fatalf("HEAD moved without changes: %s", now)
 	}
 	// Committing the staged path too leaves everything clean.
-	if _, err := Commit(ctx, dir, []string{"facts/a.com/y.yaml"}, "y", testSig); err != nil {
+	if _, err := commitDir(ctx, dir, []string{"facts/a.com/y.yaml"}, "y", testSig); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(dir, "scratch.txt"))
@@ -199,15 +199,15 @@ func TestCommitRefusesUnsafePaths(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	writeFile(t, dir, "pem.yaml", "format: 1\n")
-	if err := InitRepo(ctx, dir); err != nil {
+	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"../x", "/etc/passwd", "a/../../b", ".git/config", "", "a//b", "./pem.yaml"} {
-		if _, err := Commit(ctx, dir, []string{p}, "m", testSig); !errors.Is(err, ErrUnsafePathGit) {
+		if _, err := commitDir(ctx, dir, []string{p}, "m", testSig); !errors.Is(err, ErrUnsafePathGit) {
 			t.Errorf("Commit(%q) = %v, want ErrUnsafePathGit", p, err)
 		}
 	}
-	if _, err := Commit(ctx, t.TempDir(), []string{"x"}, "m", testSig); !errors.Is(err, ErrNoRepo) {
+	if _, err := commitDir(ctx, t.TempDir(), []string{"x"}, "m", testSig); !errors.Is(err, ErrNoRepo) {
 		t.Errorf("outside a repository: %v, want ErrNoRepo", err)
 	}
 }
@@ -216,12 +216,12 @@ func TestCommitSeriesChainsCommits(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	writeFile(t, dir, "pem.yaml", "format: 1\n")
-	if err := InitRepo(ctx, dir); err != nil {
+	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "experience/a.com/k.yaml", "e\n")
 	writeFile(t, dir, "facts/a.com/k.yaml", "f\n")
-	hs, err := CommitSeries(ctx, dir, []CommitRequest{
+	hs, err := commitSeriesDir(ctx, dir, []CommitRequest{
 		{Paths: []string{"experience/a.com/k.yaml"}, Message: "pem: consolidate"},
 		{Paths: []string{"pem.yaml"}, Message: "nothing"},
 		{Paths: []string{"facts/a.com/k.yaml"}, Message: "pem: verify a.com/k r1\n\nConfidence: 0.91"},
@@ -251,7 +251,7 @@ func TestCommitRandomEdits(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	writeFile(t, dir, "pem.yaml", "format: 1\n")
-	if err := InitRepo(ctx, dir); err != nil {
+	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewSource(7))
@@ -282,7 +282,7 @@ func TestCommitRandomEdits(t *testing.T) {
 			}
 			paths = append(paths, p)
 		}
-		if _, err := Commit(ctx, dir, paths, "round "+strconv.Itoa(round), testSig); err != nil {
+		if _, err := commitDir(ctx, dir, paths, "round "+strconv.Itoa(round), testSig); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		removeEmptyDirs(dir)
@@ -308,7 +308,7 @@ func TestCommitStaleAndForeignLocks(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	writeFile(t, dir, "pem.yaml", "format: 1\n")
-	if err := InitRepo(ctx, dir); err != nil {
+	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	gitDir := filepath.Join(dir, ".git")
@@ -316,7 +316,7 @@ func TestCommitStaleAndForeignLocks(t *testing.T) {
 	// A foreign index.lock (a git process running): refused, and left alone.
 	writeFile(t, gitDir, "index.lock", "x")
 	writeFile(t, dir, "a.yaml", "a\n")
-	if _, err := Commit(ctx, dir, []string{"a.yaml"}, "a", testSig); !errors.Is(err, ErrGitLocked) {
+	if _, err := commitDir(ctx, dir, []string{"a.yaml"}, "a", testSig); !errors.Is(err, ErrGitLocked) {
 		t.Fatalf("with a foreign index.lock: %v, want ErrGitLocked", err)
 	}
 	if _, err := os.Stat(filepath.Join(gitDir, "index.lock")); err != nil {
@@ -330,7 +330,7 @@ func TestCommitStaleAndForeignLocks(t *testing.T) {
 	}
 	writeFile(t, gitDir, "pem-commit.pid", strconv.Itoa(dead.Process.Pid)+"\n")
 	writeFile(t, gitDir, "refs/heads/main.lock", "")
-	if _, err := Commit(ctx, dir, []string{"a.yaml"}, "a", testSig); err != nil {
+	if _, err := commitDir(ctx, dir, []string{"a.yaml"}, "a", testSig); err != nil {
 		t.Fatalf("stale locks of a dead pem not cleaned: %v", err)
 	}
 	for _, f := range []string{"index.lock", "refs/heads/main.lock", "pem-commit.pid"} {
@@ -348,7 +348,7 @@ func TestCommitStaleAndForeignLocks(t *testing.T) {
 	defer func() { live.Process.Kill(); live.Wait() }()
 	writeFile(t, gitDir, "pem-commit.pid", strconv.Itoa(live.Process.Pid)+"\n")
 	writeFile(t, dir, "b.yaml", "b\n")
-	if _, err := Commit(ctx, dir, []string{"b.yaml"}, "b", testSig); !errors.Is(err, ErrGitLocked) {
+	if _, err := commitDir(ctx, dir, []string{"b.yaml"}, "b", testSig); !errors.Is(err, ErrGitLocked) {
 		t.Fatalf("with a live pem committing: %v, want ErrGitLocked", err)
 	}
 }
@@ -359,12 +359,12 @@ func TestCommitInterruptedBeforeRefMove(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	writeFile(t, dir, "pem.yaml", "format: 1\n")
-	if err := InitRepo(ctx, dir); err != nil {
+	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "x.yaml", "x\n")
 	gitRun(t, dir, "add", "x.yaml") // the index as the crashed run left it
-	h, err := Commit(ctx, dir, []string{"x.yaml"}, "x", testSig)
+	h, err := commitDir(ctx, dir, []string{"x.yaml"}, "x", testSig)
 	if err != nil || h == "" {
 		t.Fatalf("Commit = %q, %v", h, err)
 	}

@@ -1,4 +1,4 @@
-package store
+package gitrepo
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func TestCommitWritesOnePack(t *testing.T) {
 	if err := os.Remove(filepath.Join(repo, "seed.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Commit(ctx, repo, paths, "many", Signature{Name: "t", Email: "t@t"}); err != nil {
+	if _, err := commitDir(ctx, repo, paths, "many", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := loose(); n != before {
@@ -91,11 +91,60 @@ func TestCommitWritesOnePack(t *testing.T) {
 
 	// A small commit writes loose objects.
 	writeFile(t, repo, "one.yaml", "one\n")
-	if _, err := Commit(ctx, repo, []string{"one.yaml"}, "one", Signature{Name: "t", Email: "t@t"}); err != nil {
+	if _, err := commitDir(ctx, repo, []string{"one.yaml"}, "one", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := loose(); n != before+3 {
 		t.Fatalf("a small commit wrote %d loose objects, want 3 (blob, tree, commit)", n-before)
+	}
+	assertClean(t, repo)
+}
+
+// TestHandleReadsThePacksItWrites: one handle serves a whole command, so a
+// commit must find HEAD in the pack the handle's previous commit wrote, and
+// the history reader must see it too.
+func TestHandleReadsThePacksItWrites(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	gitRun(t, repo, "init", "-q", "-b", "main")
+	r, err := Open(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h, err := r.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for round := 0; round < 3; round++ {
+		var paths []string
+		for i := 0; i < 40; i++ {
+			p := fmt.Sprintf("traces/r%d/%02d.yaml", round, i)
+			writeFile(t, repo, p, fmt.Sprintf("round %d file %d\n", round, i))
+			paths = append(paths, p)
+		}
+		c, err := r.Commit(ctx, paths, fmt.Sprintf("round %d", round), Signature{Name: "t", Email: "t@t"})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if c == "" {
+			t.Fatalf("round %d made no commit", round)
+		}
+		got, err := h.FileAt(ctx, "HEAD", fmt.Sprintf("traces/r%d/07.yaml", round))
+		if err != nil {
+			t.Fatalf("round %d: reading the new file back: %v", round, err)
+		}
+		if got == "" {
+			t.Fatalf("round %d: the history reader does not see the new commit", round)
+		}
+		last = c
+	}
+	if head := gitRun(t, repo, "rev-parse", "HEAD"); head != last {
+		t.Fatalf("HEAD %s, want %s", head, last)
+	}
+	if packs, _ := filepath.Glob(filepath.Join(repo, ".git", "objects", "pack", "pack-*.idx")); len(packs) != 3 {
+		t.Fatalf("want three packs, one per commit: %v", packs)
 	}
 	assertClean(t, repo)
 }

@@ -1,11 +1,10 @@
-package store
+package gitrepo
 
 import (
 	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -13,7 +12,7 @@ import (
 )
 
 // CommitToBranch commits files given as bytes (paths relative to the
-// knowledge tree at dir; a nil value deletes the path) as one commit whose
+// knowledge tree; a nil value deletes the path) as one commit whose
 // parent is HEAD, and points refs/heads/<branch> at it. The worktree, the
 // index and the current branch are untouched: it is how pem proposes changes
 // for review (deep-learn's review branch). An existing branch of that name is
@@ -22,24 +21,17 @@ import (
 // It returns the commit hash, or "" when the files hold nothing that differs
 // from HEAD, or when the branch already holds exactly this change on top of
 // HEAD (then the branch is not created or moved).
-func CommitToBranch(ctx context.Context, dir, branch string, files map[string][]byte, msg string, sig Signature) (string, error) {
+func (R *Repo) CommitToBranch(ctx context.Context, branch string, files map[string][]byte, msg string, sig Signature) (string, error) {
 	name := plumbing.NewBranchReferenceName(branch)
 	if err := name.Validate(); err != nil || branch == "" || strings.HasPrefix(branch, "-") {
 		return "", fmt.Errorf("branch name %q is not valid: use letters, digits, '/', '-' and '.'", branch)
 	}
-	r, err := openRepo(dir)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	defer r.close()
-	if sig.Name == "" && sig.Email == "" {
-		d := DefaultSignature()
-		d.When = sig.When
-		sig = d
-	}
-	if sig.When.IsZero() {
-		sig.When = time.Now()
-	}
+	r := R.r.session()
+	defer R.invalidate()
+	sig = sig.orDefault()
 	headRef, parent, err := r.head()
 	if err != nil {
 		return "", err

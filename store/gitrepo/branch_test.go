@@ -1,7 +1,8 @@
-package store
+package gitrepo
 
 import (
 	"context"
+	"github.com/pemdev/pem/store"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,14 +12,14 @@ import (
 func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	if _, err := Init(ctx, dir); err != nil {
+	if _, err := store.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := InitRepo(ctx, dir); err != nil {
+	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "facts/x.example/old.yaml", "format: 1\n")
-	if _, err := Commit(ctx, dir, []string{"facts/x.example/old.yaml"}, "add old", Signature{}); err != nil {
+	if _, err := commitDir(ctx, dir, []string{"facts/x.example/old.yaml"}, "add old", Signature{}); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "notes.txt", "uncommitted work\n") // an untracked file stays untracked
@@ -30,7 +31,7 @@ func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
 		"facts/x.example/new.yaml": []byte("format: 1\nstatus: candidate\n"),
 		"facts/x.example/old.yaml": nil, // deleted on the branch only
 	}
-	h, err := CommitToBranch(ctx, dir, "pem/deep-learn/2026-11-30", files, "pem: deep-learn proposals", Signature{})
+	h, err := commitToBranchDir(ctx, dir, "pem/deep-learn/2026-11-30", files, "pem: deep-learn proposals", Signature{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,17 +64,17 @@ func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
 
 	// Again with nothing different from HEAD: no commit, branch unchanged.
 	tip := gitRun(t, dir, "rev-parse", "pem/deep-learn/2026-11-30")
-	h2, err := CommitToBranch(ctx, dir, "pem/deep-learn/2026-11-30", map[string][]byte{"facts/x.example/old.yaml": []byte("format: 1\n")}, "noop", Signature{})
+	h2, err := commitToBranchDir(ctx, dir, "pem/deep-learn/2026-11-30", map[string][]byte{"facts/x.example/old.yaml": []byte("format: 1\n")}, "noop", Signature{})
 	if err != nil || h2 != "" {
 		t.Fatalf("no-change commit = %q, %v", h2, err)
 	}
 	if got := gitRun(t, dir, "rev-parse", "pem/deep-learn/2026-11-30"); got != tip {
 		t.Fatal("a no-change proposal moved the branch")
 	}
-	if _, err := CommitToBranch(ctx, dir, "bad..name", files, "x", Signature{}); err == nil {
+	if _, err := commitToBranchDir(ctx, dir, "bad..name", files, "x", Signature{}); err == nil {
 		t.Fatal("an invalid branch name was accepted")
 	}
-	if _, err := CommitToBranch(ctx, dir, "main", files, "x", Signature{}); err == nil {
+	if _, err := commitToBranchDir(ctx, dir, "main", files, "x", Signature{}); err == nil {
 		t.Fatal("committing onto the checked-out branch was accepted")
 	}
 }
@@ -87,7 +88,7 @@ func TestCommitToBranchTreeInSubdirectory(t *testing.T) {
 	gitRun(t, repo, "init", "-q", "-b", "main")
 	writeFile(t, repo, "README.md", "project\n")
 	dir := filepath.Join(repo, "knowledge")
-	if _, err := Init(ctx, dir); err != nil {
+	if _, err := store.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	gitRun(t, repo, "add", "-A")
@@ -97,7 +98,7 @@ func TestCommitToBranchTreeInSubdirectory(t *testing.T) {
 	head := gitRun(t, repo, "rev-parse", "HEAD")
 	staged := gitRun(t, repo, "diff", "--cached", "--name-only")
 
-	h, err := CommitToBranch(ctx, dir, "pem/deep-learn/x", map[string][]byte{"facts/a.example/k.yaml": []byte("format: 1\n")}, "proposal", Signature{Name: "bot", Email: "bot@example.com", When: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)})
+	h, err := commitToBranchDir(ctx, dir, "pem/deep-learn/x", map[string][]byte{"facts/a.example/k.yaml": []byte("format: 1\n")}, "proposal", Signature{Name: "bot", Email: "bot@example.com", When: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)})
 	if err != nil || h == "" {
 		t.Fatalf("commit = %q, %v", h, err)
 	}
@@ -113,7 +114,7 @@ func TestCommitToBranchTreeInSubdirectory(t *testing.T) {
 	if gitRun(t, repo, "rev-parse", "HEAD") != head || gitRun(t, repo, "diff", "--cached", "--name-only") != staged {
 		t.Fatal("HEAD or the index moved")
 	}
-	if _, err := CommitToBranch(ctx, dir, "x", map[string][]byte{"../outside.txt": []byte("x")}, "escape", Signature{}); err == nil {
+	if _, err := commitToBranchDir(ctx, dir, "x", map[string][]byte{"../outside.txt": []byte("x")}, "escape", Signature{}); err == nil {
 		t.Fatal("a path escaping the knowledge tree was committed")
 	}
 	gitRun(t, repo, "fsck", "--strict", "--no-dangling")

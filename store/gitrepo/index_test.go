@@ -1,4 +1,4 @@
-package store
+package gitrepo
 
 import (
 	"bufio"
@@ -109,7 +109,7 @@ func TestRawIndexMatchesCodec(t *testing.T) {
 	if err := os.WriteFile(file, orig, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Commit(ctx, repo, paths, "change", Signature{Name: "t", Email: "t@t"}); err != nil {
+	if _, err := commitDir(ctx, repo, paths, "change", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := gitRun(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "M  other.txt" {
@@ -145,7 +145,7 @@ func TestRawIndexConflictAndFallback(t *testing.T) {
 		t.Fatalf("setup: the merge should conflict:\n%s", out)
 	}
 	writeFile(t, repo, "f.yaml", "resolved\n")
-	if _, err := Commit(ctx, repo, []string{"f.yaml"}, "resolve", Signature{Name: "t", Email: "t@t"}); err != nil {
+	if _, err := commitDir(ctx, repo, []string{"f.yaml"}, "resolve", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := gitRun(t, repo, "ls-files", "--unmerged"); st != "" {
@@ -155,7 +155,7 @@ func TestRawIndexConflictAndFallback(t *testing.T) {
 
 	gitRun(t, repo, "update-index", "--index-version", "4")
 	writeFile(t, repo, "g.yaml", "g2\n")
-	if _, err := Commit(ctx, repo, []string{"g.yaml"}, "v4", Signature{Name: "t", Email: "t@t"}); err != nil {
+	if _, err := commitDir(ctx, repo, []string{"g.yaml"}, "v4", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
 	}
 	assertClean(t, repo)

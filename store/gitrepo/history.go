@@ -1,4 +1,4 @@
-package store
+package gitrepo
 
 import (
 	"bufio"
@@ -40,7 +40,9 @@ import (
 // History are relative to the knowledge tree, with forward slashes.
 type History struct {
 	repo   *git.Repository
-	st     *repo  // git.go's view of the same repository (storage, paths)
+	st     *repo  // commit.go's view of the same repository (storage, paths)
+	r      *Repo  // the handle it reads through
+	owned  bool   // OpenHistory made the handle: Close closes it
 	root   string // the worktree root
 	prefix string // the knowledge tree inside the repository: "" or "dir/"
 	cache  map[plumbing.Hash]*object.Tree
@@ -51,36 +53,60 @@ type History struct {
 	packs      *gitlogPacks // nil until first used
 }
 
-// OpenHistory opens the git repository holding the knowledge tree dir (found
-// like git does, also from a linked worktree). Returns ErrNoRepo when there
-// is none. Close it when done: it keeps the pack files open.
-func OpenHistory(dir string) (*History, error) {
-	r, err := openRepo(dir) // git.go: finds .git, the prefix, a storage keeping descriptors
+// History returns the handle's history reader (one per Repo, sharing its
+// storage; closing the Repo closes it).
+func (R *Repo) History() (*History, error) {
+	if R.hist != nil {
+		return R.hist, nil
+	}
+	repo, err := R.goGit()
 	if err != nil {
 		return nil, err
 	}
-	repo, err := git.Open(r.st, osfs.New(r.root))
-	if err != nil {
-		r.close()
-		return nil, fmt.Errorf("opening git repository of %s: %w", dir, err)
+	h := &History{repo: repo, st: R.r, r: R, root: R.r.root, cache: map[plumbing.Hash]*object.Tree{}, raw: map[plumbing.Hash][]byte{}}
+	if R.r.prefix != "" {
+		h.prefix = R.r.prefix + "/"
 	}
-	h := &History{repo: repo, st: r, root: r.root, cache: map[plumbing.Hash]*object.Tree{}, raw: map[plumbing.Hash][]byte{}}
-	if r.prefix != "" {
-		h.prefix = r.prefix + "/"
-	}
+	R.hist = h
 	return h, nil
 }
 
-// Close releases the repository's open files.
+// OpenHistory opens the repository holding the knowledge tree dir and
+// returns its history, for commands that only read it. Returns ErrNoRepo
+// when there is none. Close it when done: it keeps the pack files open.
+func OpenHistory(dir string) (*History, error) {
+	R, err := Open(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	h, err := R.History()
+	if err != nil {
+		R.Close()
+		return nil, err
+	}
+	h.owned = true
+	return h, nil
+}
+
+// Close releases the files the History keeps open, and the repository when
+// OpenHistory opened it.
 func (h *History) Close() error {
+	if h.owned {
+		return h.r.Close()
+	}
+	h.release()
+	return nil
+}
+
+func (h *History) release() {
 	if h.graph != nil {
 		h.graph.Close()
+		h.graph, h.graphTried = nil, false
 	}
 	if h.packs != nil {
 		h.packs.close()
+		h.packs = nil
 	}
-	h.st.close()
-	return nil
 }
 
 // Repository returns the go-git repository.
@@ -639,24 +665,24 @@ func (h *History) MergeBase(ctx context.Context, a, b string) (string, error) {
 
 // ---- sharing: merge driver configuration ----------------------------------
 
-// InstallMergeDriver registers pem's merge driver in the git config of the
-// repository holding the knowledge tree dir (`[merge "pem"]`, a local setting
-// every clone must make, since git never takes drivers from a clone) and adds
-// the lines of init.go's .gitattributes to dir/.gitattributes, keeping what
-// is there. command is the
-// driver line; "" means MergeDriverCommand. Running it again changes nothing.
-func InstallMergeDriver(ctx context.Context, dir, command string) error {
+// InstallMergeDriver registers pem's merge driver in the repository's git
+// config (`[merge "pem"]`, a local setting every clone must make, since git
+// never takes drivers from a clone) and adds the lines of attributes (the
+// tree's .gitattributes, store.GitAttributes) to the knowledge tree's
+// .gitattributes, keeping what is there. command is the driver line; ""
+// means MergeDriverCommand. Running it again changes nothing.
+func (R *Repo) InstallMergeDriver(ctx context.Context, command, attributes string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if command == "" {
 		command = MergeDriverCommand
 	}
-	h, err := OpenHistory(dir)
+	h, err := R.History()
 	if err != nil {
 		return err
 	}
-	defer h.Close()
+	dir := filepath.Join(R.r.root, filepath.FromSlash(R.r.prefix))
 	cfg, err := h.repo.Config()
 	if err != nil {
 		return fmt.Errorf("reading git config of %s: %w", h.root, err)
@@ -684,7 +710,7 @@ func InstallMergeDriver(ctx context.Context, dir, command string) error {
 		buf.WriteByte('\n')
 	}
 	added := false
-	for _, l := range strings.Split(strings.TrimSpace(gitattributes), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(attributes), "\n") {
 		if !have[l] {
 			buf.WriteString(l + "\n")
 			added = true
@@ -709,6 +735,9 @@ type SyncOptions struct {
 	Now    func() time.Time // the clock, default time.Now
 	// Auth for the transport; nil for local paths and ambient credentials.
 	Auth transport.AuthMethod
+	// TracesDir and TraceExt name the tree's trace files (store.TracesDir,
+	// store.TraceExt): the only files Sync commits and replays. Required.
+	TracesDir, TraceExt string
 }
 
 // SyncResult says what Sync did.
@@ -734,7 +763,10 @@ var ErrNotAddOnly = errors.New("local commits change more than traces")
 // Local commits that change anything else (a local consolidation, an edit)
 // return ErrNotAddOnly naming them: push a branch and open a pull request, or
 // merge with git, where pem's merge driver resolves experience/ and facts/.
-func Sync(ctx context.Context, dir string, opt SyncOptions) (*SyncResult, error) {
+func (R *Repo) Sync(ctx context.Context, opt SyncOptions) (*SyncResult, error) {
+	if opt.TracesDir == "" || opt.TraceExt == "" {
+		return nil, errors.New("sync: SyncOptions.TracesDir and TraceExt are required")
+	}
 	if opt.Remote == "" {
 		opt.Remote = "origin"
 	}
@@ -747,11 +779,10 @@ func Sync(ctx context.Context, dir string, opt SyncOptions) (*SyncResult, error)
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	h, err := OpenHistory(dir)
+	h, err := R.History()
 	if err != nil {
 		return nil, err
 	}
-	defer h.Close()
 	if _, err := h.repo.Remote(opt.Remote); err != nil {
 		return nil, fmt.Errorf("sync: no remote %q in %s: add one with 'git remote add %s URL'", opt.Remote, h.root, opt.Remote)
 	}
@@ -894,7 +925,7 @@ func (h *History) rebaseAdds(ctx context.Context, local, remote plumbing.Hash, o
 		var files []gitlogFile
 		var bad []string
 		err := h.diffTrees(ctx, "", p.TreeHash, c.TreeHash, func(ch FileChange) error {
-			if !ch.Added() || !strings.HasPrefix(ch.Path, h.prefix+tracesDir+"/") {
+			if !ch.Added() || !strings.HasPrefix(ch.Path, h.prefix+opt.TracesDir+"/") {
 				bad = append(bad, ch.Path)
 				return nil
 			}
@@ -1033,7 +1064,7 @@ func (h *History) commitPendingTraces(ctx context.Context, branch plumbing.Refer
 	} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return 0, fmt.Errorf("sync: reading %s: %w", branch, err)
 	}
-	tracesRoot := filepath.Join(h.root, filepath.FromSlash(h.prefix), tracesDir)
+	tracesRoot := filepath.Join(h.root, filepath.FromSlash(h.prefix), opt.TracesDir)
 	var paths []string
 	dirs := map[string]map[string]bool{} // repo dir → names in HEAD
 	err := filepath.WalkDir(tracesRoot, func(name string, d os.DirEntry, err error) error {
@@ -1046,7 +1077,7 @@ func (h *History) commitPendingTraces(ctx context.Context, branch plumbing.Refer
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), yamlExt) || strings.HasPrefix(d.Name(), ".") {
+		if d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), opt.TraceExt) || strings.HasPrefix(d.Name(), ".") {
 			return nil
 		}
 		rel, err := filepath.Rel(h.root, name)
@@ -1084,8 +1115,7 @@ func (h *History) commitPendingTraces(ctx context.Context, branch plumbing.Refer
 		return 0, nil
 	}
 	msg := fmt.Sprintf("pem: add %d trace(s)", len(paths))
-	dir := filepath.Join(h.root, filepath.FromSlash(h.prefix))
-	if _, err := Commit(ctx, dir, paths, msg, Signature{Name: opt.Name, Email: opt.Email, When: opt.Now()}); err != nil {
+	if _, err := h.r.Commit(ctx, paths, msg, Signature{Name: opt.Name, Email: opt.Email, When: opt.Now()}); err != nil {
 		return 0, fmt.Errorf("sync: committing pending traces: %w", err)
 	}
 	return len(paths), nil
@@ -1253,10 +1283,12 @@ type gitlogObj struct {
 }
 
 type gitlogPackFile struct {
-	idx  []byte // the whole .idx file
-	n    int    // objects
-	f    *os.File
-	size int64
+	idx   []byte // the whole .idx file
+	n     int    // objects
+	large int    // entries of the 64-bit offset table
+	f     io.ReaderAt
+	c     io.Closer // nil when the pack is not a file
+	size  int64
 }
 
 const gitlogCacheMax = 64 << 20
@@ -1266,11 +1298,7 @@ func gitlogOpenPacks(dir string) *gitlogPacks {
 	idxs, _ := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
 	for _, name := range idxs {
 		idx, err := os.ReadFile(name)
-		if err != nil || len(idx) < 8+256*4 || !bytes.Equal(idx[:4], []byte{0xff, 't', 'O', 'c'}) || idx[7] != 2 {
-			continue // not an index we read: go-git will
-		}
-		n := int(gitlogBE32(idx[8+255*4:]))
-		if len(idx) < 8+256*4+n*(20+4+4) {
+		if err != nil {
 			continue
 		}
 		f, err := os.Open(strings.TrimSuffix(name, ".idx") + ".pack")
@@ -1282,14 +1310,47 @@ func gitlogOpenPacks(dir string) *gitlogPacks {
 			f.Close()
 			continue
 		}
-		ps.packs = append(ps.packs, &gitlogPackFile{idx: idx, n: n, f: f, size: fi.Size()})
+		p, ok := gitlogNewPackFile(idx, f, fi.Size())
+		if !ok {
+			f.Close()
+			continue // not an index we read: go-git will
+		}
+		p.c = f
+		ps.packs = append(ps.packs, p)
 	}
 	return ps
 }
 
+// gitlogNewPackFile checks a version 2 pack index (header, a fan-out table
+// that never decreases and ends at the object count, and room for the
+// names, CRCs, offsets and trailer) and pairs it with its pack's bytes.
+// ok is false for anything else.
+func gitlogNewPackFile(idx []byte, pack io.ReaderAt, size int64) (*gitlogPackFile, bool) {
+	const fan = 8
+	if len(idx) < fan+256*4 || !bytes.Equal(idx[:4], []byte{0xff, 't', 'O', 'c'}) || gitlogBE32(idx[4:]) != 2 {
+		return nil, false
+	}
+	prev := uint32(0)
+	for k := 0; k < 256; k++ {
+		v := gitlogBE32(idx[fan+k*4:])
+		if v < prev {
+			return nil, false
+		}
+		prev = v
+	}
+	n := int(prev)
+	fixed := fan + 256*4 + n*(20+4+4)
+	if n < 0 || fixed+2*20 > len(idx) || (len(idx)-fixed-2*20)%8 != 0 {
+		return nil, false
+	}
+	return &gitlogPackFile{idx: idx, n: n, large: (len(idx) - fixed - 2*20) / 8, f: pack, size: size}, true
+}
+
 func (ps *gitlogPacks) close() {
 	for _, p := range ps.packs {
-		p.f.Close()
+		if p.c != nil {
+			p.c.Close()
+		}
 	}
 }
 
@@ -1297,7 +1358,8 @@ func gitlogBE32(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
 
-// offset finds hash in the pack's index: -1 when absent.
+// offset finds hash in the pack's index: -1 when absent (or when the index
+// points outside its 64-bit offset table).
 func (p *gitlogPackFile) offset(hash plumbing.Hash) int64 {
 	const fan = 8
 	lo := 0
@@ -1315,8 +1377,16 @@ func (p *gitlogPackFile) offset(hash plumbing.Hash) int64 {
 	if o&0x80000000 == 0 {
 		return int64(o)
 	}
-	large := offs[p.n*4+int(o&0x7fffffff)*8:]
-	return int64(gitlogBE32(large))<<32 | int64(gitlogBE32(large[4:]))
+	k := int(o & 0x7fffffff)
+	if k >= p.large {
+		return -1
+	}
+	large := offs[p.n*4+k*8:]
+	v := int64(gitlogBE32(large))<<32 | int64(gitlogBE32(large[4:]))
+	if v < 0 {
+		return -1
+	}
+	return v
 }
 
 // read returns the object's type and content, or nil data when no pack has it.
@@ -1340,6 +1410,9 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 		return gitlogObj{}, fmt.Errorf("pack delta chain too deep at offset %d", off)
 	}
 	p := ps.packs[i]
+	if off < 0 || off >= p.size {
+		return gitlogObj{}, fmt.Errorf("pack offset %d outside the pack (%d bytes)", off, p.size)
+	}
 	// Reader state is reused across objects (a zlib reader alone is ~40 KiB);
 	// a nested call for a delta base takes its own.
 	r, zr := ps.br, ps.zr
@@ -1359,7 +1432,15 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 		if c, err = r.ReadByte(); err != nil {
 			return gitlogObj{}, err
 		}
+		if shift > 56 {
+			return gitlogObj{}, fmt.Errorf("pack object at offset %d: size header too long", off)
+		}
 		size |= int64(c&0x7f) << shift
+	}
+	// zlib inflates at most ~1032:1: a larger size is a corrupt header, not
+	// an allocation to make.
+	if size < 0 || size > (p.size-off)*1032+64 {
+		return gitlogObj{}, fmt.Errorf("pack object at offset %d: size %d does not fit the pack", off, size)
 	}
 	var base gitlogObj
 	switch typ {
@@ -1373,7 +1454,13 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 			if c, err = r.ReadByte(); err != nil {
 				return gitlogObj{}, err
 			}
+			if rel > p.size {
+				return gitlogObj{}, fmt.Errorf("pack object at offset %d: delta base offset out of range", off)
+			}
 			rel = ((rel + 1) << 7) | int64(c&0x7f)
+		}
+		if rel <= 0 || rel > off {
+			return gitlogObj{}, fmt.Errorf("pack object at offset %d: delta base offset %d out of range", off, rel)
 		}
 		if base, err = ps.at(i, off-rel, depth+1); err != nil {
 			return gitlogObj{}, err
@@ -1399,8 +1486,8 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 	} else if err := zr.(zlib.Resetter).Reset(r, nil); err != nil {
 		return gitlogObj{}, err
 	}
-	raw := make([]byte, size)
-	if _, err = io.ReadFull(zr, raw); err != nil {
+	raw, err := gitlogInflate(zr, size)
+	if err != nil {
 		return gitlogObj{}, fmt.Errorf("inflating pack object at offset %d: %w", off, err)
 	}
 	o := gitlogObj{typ: typ, data: raw}
@@ -1423,6 +1510,23 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 	return o, nil
 }
 
+// gitlogInflate reads exactly n bytes of an object from zr. A large object
+// is read into a growing buffer, so that a size the stream does not hold
+// costs no allocation of that size.
+func gitlogInflate(zr io.Reader, n int64) ([]byte, error) {
+	if n <= 1<<20 {
+		b := make([]byte, n)
+		_, err := io.ReadFull(zr, b)
+		return b, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(1 << 20)
+	if m, err := io.CopyN(&buf, zr, n); err != nil {
+		return nil, fmt.Errorf("%d of %d bytes: %w", m, n, err)
+	}
+	return buf.Bytes(), nil
+}
+
 // gitlogPatch applies a git delta to base.
 func gitlogPatch(base, delta []byte) ([]byte, error) {
 	bad := errors.New("corrupt delta")
@@ -1431,6 +1535,9 @@ func gitlogPatch(base, delta []byte) ([]byte, error) {
 		for len(delta) > 0 {
 			c := delta[0]
 			delta = delta[1:]
+			if shift > 56 {
+				return 0, false
+			}
 			n |= int(c&0x7f) << shift
 			shift += 7
 			if c&0x80 == 0 {
@@ -1441,10 +1548,16 @@ func gitlogPatch(base, delta []byte) ([]byte, error) {
 	}
 	srcSize, ok1 := varint()
 	dstSize, ok2 := varint()
-	if !ok1 || !ok2 || srcSize != len(base) {
+	if !ok1 || !ok2 || srcSize != len(base) || dstSize < 0 {
 		return nil, bad
 	}
-	out := make([]byte, 0, dstSize)
+	// A copy op of 4 bytes yields at most 16 MiB, an insert op no more than
+	// its own length: a larger target is a corrupt delta. The buffer starts
+	// at what the base and the delta can justify and grows as ops fill it.
+	if dstSize > (len(delta)+3)/4*0xffffff+len(delta) {
+		return nil, bad
+	}
+	out := make([]byte, 0, min(dstSize, len(base)+len(delta)))
 	for len(delta) > 0 {
 		op := delta[0]
 		delta = delta[1:]
@@ -1472,12 +1585,12 @@ func gitlogPatch(base, delta []byte) ([]byte, error) {
 			if n == 0 {
 				n = 0x10000
 			}
-			if off+n > len(base) || off < 0 {
+			if off+n > len(base) || off < 0 || len(out)+n > dstSize {
 				return nil, bad
 			}
 			out = append(out, base[off:off+n]...)
 		case op != 0:
-			if int(op) > len(delta) {
+			if int(op) > len(delta) || len(out)+int(op) > dstSize {
 				return nil, bad
 			}
 			out = append(out, delta[:op]...)

@@ -1,0 +1,35 @@
+// Package gitrepo is the git side of a knowledge tree: the one handle a pem
+// command opens on the repository holding the tree (Open, once per
+// command), and everything pem does in git through it.
+//
+// There are few types: Repo (the handle), History (reading the history),
+// CommitRequest and Series (commit series and their crash journal),
+// Signature, SyncOptions and SyncResult. A Repo owns:
+//
+//   - commits of exact paths (Commit, CommitSeries) by plumbing: only the
+//     given paths are hashed, only the trees on them rebuilt, new objects
+//     written loose or as one pack (pack.go), the index updated as bytes
+//     (index.go) — never a worktree-wide status scan (commit.go);
+//   - commit series with a crash journal in the git directory
+//     (BeginSeries, Series.Commit, RecoverSeries; fsynced file and
+//     directory), which is how consolidation survives a kill (journal.go);
+//   - commits onto a review branch that leave the worktree, the index and
+//     the current branch alone (CommitToBranch, branch.go);
+//   - the history: diffs, the log of an entry, the walk pem check makes,
+//     read level by level by tree hash and straight from the pack files,
+//     delta chains included (History, history.go);
+//   - pem sync (Sync) and the merge driver's registration
+//     (InstallMergeDriver), and Init, which makes a tree a repository;
+//   - StatePath: where pem keeps state that git must never see (the
+//     consolidation cache, the journal, the commit owner's pid).
+//
+// It is not the knowledge tree: the layout, the YAML, the lock and
+// engine.Store are package store; which paths a command commits, and why,
+// is the caller's (consolidate, cmd/pem). The parsers of bytes that git or
+// anyone else wrote — pack index, pack, delta, index — are fuzzed, and the
+// writers are checked against the git CLI (differential_test.go).
+//
+// gitrepo imports engine, the standard library and go-git; never store,
+// consolidate, deeplearn or agent (store's layout comes in as arguments:
+// SyncOptions.TracesDir, InstallMergeDriver's attributes).
+package gitrepo
