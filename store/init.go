@@ -19,8 +19,8 @@ const configHeader = `# pem knowledge tree, format 1 (see docs/data-model.md).
 `
 
 // gitattributes makes the layout merge in pull requests (DESIGN §2): derived
-// and trace files collapse in review; experience and facts use pem's merge driver.
-const gitattributes = "experience/** linguist-generated=true merge=pem\ntraces/** linguist-generated=true\nfacts/** merge=pem\n"
+// trace and verdict files collapse in review; experience and facts use pem's merge driver.
+const gitattributes = "experience/** linguist-generated=true merge=pem\ntraces/** linguist-generated=true\nverdicts/** linguist-generated=true\nfacts/** merge=pem\n"
 
 // gitignore keeps the lock file and leftover temporary files out of git.
 const gitignore = ".pem.lock\n*.tmp\n"
