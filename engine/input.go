@@ -50,20 +50,20 @@ type StepInput struct {
 	Seq        int       `json:"seq"`
 	Sequence   int       `json:"sequence"`  // Browser4's name for seq
 	Timestamp  *FlexTime `json:"timestamp"` // Browser4: when the step ran (not stored)
-	Action     string   `json:"action"`
-	Selector   string   `json:"selector"`
-	Fallbacks  []string `json:"fallbacks"`
-	Value      string   `json:"value"`
-	Param      string   `json:"param"`
-	URL        string   `json:"url"`
-	Result     any      `json:"result"`
-	OK         *bool    `json:"ok"`
-	Success    *bool    `json:"success"`
-	Error      string   `json:"error"`
-	ErrorKind  string   `json:"error_kind"`
-	HTTPStatus int      `json:"http_status"`
-	DurationMs int64    `json:"duration_ms"`
-	Sensitive  bool     `json:"sensitive"` // the value is a secret: never stored
+	Action     string    `json:"action"`
+	Selector   string    `json:"selector"`
+	Fallbacks  []string  `json:"fallbacks"`
+	Value      string    `json:"value"`
+	Param      string    `json:"param"`
+	URL        string    `json:"url"`
+	Result     any       `json:"result"`
+	OK         *bool     `json:"ok"`
+	Success    *bool     `json:"success"`
+	Error      string    `json:"error"`
+	ErrorKind  string    `json:"error_kind"`
+	HTTPStatus int       `json:"http_status"`
+	DurationMs int64     `json:"duration_ms"`
+	Sensitive  bool      `json:"sensitive"` // the value is a secret: never stored
 }
 
 // FinalState is Browser4's final page of a run.

@@ -39,8 +39,8 @@ type Recall struct {
 	LessonCount       int      `json:"lesson_count,omitempty"`
 	JudgedWrongCount  int      `json:"judged_wrong_count,omitempty"`
 	ConfirmedCount    int      `json:"confirmed_count,omitempty"`
-	Source           string              `json:"source,omitempty"` // "facts" or "traces" (not yet consolidated)
-	Match            string              `json:"match,omitempty"`  // exact, overlap or url (see MatchExact)
+	Source            string   `json:"source,omitempty"` // "facts" or "traces" (not yet consolidated)
+	Match             string   `json:"match,omitempty"`  // exact, overlap or url (see MatchExact)
 
 	basis *TierBasis // what the tier was decided from (Apply re-decides it)
 }
