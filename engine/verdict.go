@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -37,11 +38,17 @@ type Verdict struct {
 // JudgeKey turns a judge's name into the one path segment its verdict files
 // use ("CI grader" → "ci-grader").
 func JudgeKey(name string) string {
-	if strings.TrimSpace(name) == "" {
+	name = strings.TrimSpace(name)
+	if name == "" {
 		return "anonymous"
+	}
+	if judgeRe.MatchString(name) {
+		return name // already a slug: kept as it is
 	}
 	return IntentKey(name)
 }
+
+var judgeRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
 
 // ApplyVerdict folds a verdict into the evidence of its run: wrong turns the
 // run into a judged_wrong failure, right into a confirmed success. A verdict

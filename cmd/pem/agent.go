@@ -375,8 +375,10 @@ func newDemoCmd() *cli.Command {
 		Usage: "show memory at work on the built-in demo site",
 		Description: "Serves the embedded demo site on 127.0.0.1, runs every demo task cold with the explore planner\n" +
 			"(round 1), consolidates, then runs them warm (rounds 2..N, volatile values moved) and prints\n" +
-			"a table and the totals cold vs warm. Each round is its own session; an entry becomes verified\n" +
-			"(P1, straight replay) after 5 successful runs from at least 2 sessions, so --rounds 6 shows P1.\n" +
+			"a table and the totals cold vs warm. Each round is its own session and the grader's verdict on each\n" +
+			"run is recorded (pem experience feedback). A first success gives hints (P3); successes from 2\n" +
+			"sessions give P2 (verify, then replay, round 3); an entry becomes verified (P1, straight replay) after\n" +
+			"5 successful runs from at least 2 sessions, so --rounds 6 shows P1.\n" +
 			"Uses --knowledge when given, else a temporary tree it names at the end. Exit 0 only when every\n" +
 			"run succeeded.",
 		Flags: []cli.Flag{
@@ -573,11 +575,28 @@ func (d *demoEnv) runTask(ctx context.Context, k demosite.Task, round int, sessi
 		} else if res.Success && !right {
 			row.Error = fmt.Sprintf("wrong answer: want %q", k.Expected)
 		}
+		d.judge(ctx, res, right, k.Expected)
 	}
 	if err != nil {
 		row.Error = err.Error()
 	}
 	return row
+}
+
+// judge feeds the grader's verdict on a run that claimed success into the
+// tree (engine.Feedback), as a person would with pem experience feedback:
+// self-reported success is never the last word. A failed run needs none.
+func (d *demoEnv) judge(ctx context.Context, res *agent.RunResult, right bool, expected string) {
+	if res.TraceID == "" || !res.Success {
+		return
+	}
+	v, note := engine.Right, ""
+	if !right {
+		v, note = engine.Wrong, fmt.Sprintf("the grader expected %q", expected)
+	}
+	if _, err := d.eng.Feedback(ctx, engine.FeedbackRequest{Trace: res.TraceID, Verdict: string(v), Note: note, Judge: "pem-grader"}); err != nil {
+		d.log.Warn("recording the grader's verdict", "trace", res.TraceID, "err", err)
+	}
 }
 
 func (d *demoEnv) consolidate(ctx context.Context) error {
