@@ -19,13 +19,16 @@ func newFeedbackCmd() *cli.Command {
 			"recorded once; a judge who contradicts an earlier verdict on the same run is refused (exit 8).\n" +
 			"An unknown trace id exits 4; a verdict on a lesson (a save with no steps) exits 2.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "verdict", Required: true, Usage: "`right` or wrong"},
+			&cli.StringFlag{Name: "verdict", Usage: "`right` or wrong (required)"},
 			&cli.StringFlag{Name: "note", Usage: "why, in a few words (`TEXT`)"},
 			&cli.StringFlag{Name: "judge", Usage: "who judges (`NAME`; default: this host)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("experience feedback needs exactly one TRACE_ID, got %d arguments", c.NArg())
+			}
+			if c.String("verdict") == "" {
+				return usagef("experience feedback needs --verdict right or --verdict wrong")
 			}
 			e, s, err := openEngine(c)
 			if err != nil {

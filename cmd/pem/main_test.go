@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -50,6 +51,7 @@ func TestScripts(t *testing.T) {
 			"catall":  cmdCatall,
 			"genfile": cmdGenfile,
 			"maxsize": cmdMaxsize,
+			"jsonenv": cmdJSONEnv,
 		},
 	})
 }
@@ -105,6 +107,21 @@ func cmdTree(ts *testscript.TestScript, neg bool, args []string) {
 	walkFiles(ts, args[0], func(rel string, data []byte) {
 		fmt.Fprintf(ts.Stdout(), "%s %d\n", rel, len(data))
 	})
+}
+
+// cmdJSONEnv sets an environment variable to a string field of the JSON on
+// the last command's stdout: jsonenv VAR FIELD (e.g. the id a save printed).
+func cmdJSONEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: jsonenv VAR FIELD")
+	}
+	var m map[string]any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &m))
+	v, ok := m[args[1]].(string)
+	if !ok {
+		ts.Fatalf("stdout has no string field %q", args[1])
+	}
+	ts.Setenv(args[0], v)
 }
 
 func cmdCatall(ts *testscript.TestScript, neg bool, args []string) {
