@@ -315,8 +315,14 @@ func newMemStore() *memStore {
 		exp: map[string]*engine.Experience{}, lock: make(chan struct{}, 1)}
 }
 
+// Config is the default policy except a ladder that trusts one run
+// (first_success_confidence 0.65, p2_sessions 1), so that one cold run earns
+// the replay these unit tests exercise; the ladder itself is engine's, and
+// the e2e tests climb it with the default policy.
 func (m *memStore) Config(ctx context.Context) (engine.Config, error) {
-	return engine.DefaultConfig(), nil
+	c := engine.DefaultConfig()
+	c.Policy.FirstSuccessConfidence, c.Policy.P2Sessions = 0.65, 1
+	return c, nil
 }
 
 func (m *memStore) PutTrace(ctx context.Context, t *engine.Trace) (string, error) {
