@@ -313,6 +313,9 @@ func TestMineRules(t *testing.T) {
 
 func TestVerifiedEntryIsSuperseded(t *testing.T) {
 	input := loadCase(t, "verified_supersede")
+	// Mined the day its runs happened (a month later they have decayed to
+	// the confidence of hints, and the proposal is a hypothesis).
+	input.Now = time.Time{}
 	cur := input.Facts
 	before := marshal(t, cur)
 	p := Mine(input)
