@@ -96,8 +96,10 @@ func (f *FlexTime) UnmarshalJSON(b []byte) error {
 }
 
 // resultErrorRe matches a step result that reports a failure, as Browser4
-// records it ("error: element not found", "failed to click", an exception name).
-var resultErrorRe = regexp.MustCompile(`(?i)^\s*(error|failed|failure|exception)\b|\b[A-Z][A-Za-z]*(Exception|Error)\b`)
+// records it ("error: element not found", "failed to click", an exception name
+// such as TimeoutException). A bare word read from a page ("Failed", a build
+// status) is not an error.
+var resultErrorRe = regexp.MustCompile(`(?i:^\s*(error|exception|failure)\s*[:!]|^\s*failed\s+(to|with|:|on)\b)|\b[A-Z][A-Za-z]*(Exception|Error)\b`)
 
 // resultError returns the result text when it reports a failure, else "".
 func resultError(v any) string {
