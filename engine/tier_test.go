@@ -280,3 +280,21 @@ func TestFeedback(t *testing.T) {
 		t.Errorf("a store without verdicts: %v", err)
 	}
 }
+
+// TestVerifiedNeedsVerdict: with the policy switch on, nothing is verified
+// before a success is confirmed by a right verdict.
+func TestVerifiedNeedsVerdict(t *testing.T) {
+	p := engine.DefaultPolicy()
+	p.VerifiedNeedsVerdict = true
+	var ev []engine.Evidence
+	for i := 0; i < 6; i++ {
+		ev = append(ev, ok(fmt.Sprintf("t%d", i), t0, fmt.Sprintf("s%d", i%2)))
+	}
+	if s, _ := engine.NextStatus(engine.Candidate, engine.Confidence(ev, t0, p), false, p); s == engine.Verified {
+		t.Fatal("verified with no confirmed success")
+	}
+	engine.ApplyVerdict(&ev[5], &engine.Verdict{Trace: "t5", Verdict: engine.Right, Judge: "qa", At: t0})
+	if s, why := engine.NextStatus(engine.Candidate, engine.Confidence(ev, t0, p), false, p); s != engine.Verified {
+		t.Fatalf("one confirmed success: %s %s", s, why)
+	}
+}
