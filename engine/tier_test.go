@@ -298,3 +298,28 @@ func TestVerifiedNeedsVerdict(t *testing.T) {
 		t.Fatalf("one confirmed success: %s %s", s, why)
 	}
 }
+
+// TestConsecutiveFailuresWarn: query warns about a verified entry's failing
+// streak before consolidation contests it.
+func TestConsecutiveFailuresWarn(t *testing.T) {
+	st := newFakeStore()
+	e := tickingEngine(st)
+	u := "https://example.com/a"
+	run := func(outcome string) {
+		save(t, e, engine.SaveRequest{URL: u, Intent: "read a", Outcome: outcome, Session: outcome + fmt.Sprint(len(st.rawTraces())),
+			Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "get_text", Selector: "#a"}}}})
+	}
+	for i := 0; i < 8; i++ {
+		run("success")
+	}
+	f := &engine.Facts{Format: engine.Format, Domain: "example.com", Intent: "read a", IntentKey: "read-a", Status: engine.Verified, URLPatterns: []string{"/a"}}
+	if _, err := st.PutFacts(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	run("failure")
+	run("failure")
+	r := query(t, e, u, "read a")
+	if !containsSub(r.Warnings, "consecutive_failures: the last 2 runs failed; 3 in a row contest this entry") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+}
