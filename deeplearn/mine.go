@@ -307,9 +307,10 @@ func statusReason(s engine.Status) string {
 }
 
 // verifiedOn is how many successful runs an entry was verified on: the
-// successes in its evidence up to its (latest) promotion to verified, and at
-// least the policy's verified_successes.
-func verifiedOn(cur *engine.Facts, x *engine.Experience, p engine.Policy) int {
+// successes in its evidence (kept after their traces expired) up to its
+// latest promotion to verified. An entry with no evidence (verified by hand)
+// counts 0.
+func verifiedOn(cur *engine.Facts, x *engine.Experience, _ engine.Policy) int {
 	var at time.Time
 	for _, h := range cur.History {
 		if h.To == engine.Verified && h.At.After(at) {
@@ -324,7 +325,7 @@ func verifiedOn(cur *engine.Facts, x *engine.Experience, p engine.Policy) int {
 			}
 		}
 	}
-	return max(n, p.VerifiedSuccesses)
+	return n
 }
 
 // droppedSteps returns the step signatures that every successful run took —
