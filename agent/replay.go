@@ -111,9 +111,14 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 	tier := r.res.Tier
 	if tier == engine.P1 {
 		if name, ok := r.unbound(route); !ok {
-			tier = engine.P2
-			r.res.Tier = engine.P2
-			r.logf("P1 route has parameter %s that this run cannot bind: replaying as P2", name)
+			// A runtime fact: the tier is re-decided by engine.
+			pol := engine.DefaultPolicy()
+			if cfg, err := r.cfg.Engine.Store.Config(ctx); err == nil {
+				pol = cfg.Policy
+			}
+			tier = r.recall.Apply(name, pol)
+			r.res.Tier = tier
+			r.logf("P1 route has parameter %s that this run cannot bind: replaying as %s", name, tier)
 		}
 	}
 	verify := tier == engine.P2

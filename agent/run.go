@@ -113,6 +113,10 @@ type StepFailure struct {
 // ErrConfig is returned for a RunConfig that cannot run.
 var ErrConfig = errors.New("agent run config")
 
+// ErrPlanner wraps an error of the planner (its model failed): the run is
+// recorded as planner_error, which does not count against the site.
+var ErrPlanner = errors.New("planner")
+
 // run is the state of one Run.
 type run struct {
 	cfg      RunConfig
@@ -205,13 +209,13 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 			r.log.Warn("memory query failed; running cold", "url", r.cfg.StartURL, "err", err)
 			r.logf("memory: query failed (%v); running cold", err)
 		} else {
+			// The tier is engine's (engine.DecideTier: overlap matches and
+			// other page types are at most P3); the run only adds its own
+			// facts through Recall.Apply (replay).
 			r.recall = rc
 			res.RecallTier, res.Tier, res.Confidence = rc.Tier, rc.Tier, rc.Confidence
-			if (rc.Tier == engine.P1 || rc.Tier == engine.P2) && rc.IntentKey != engine.IntentKey(r.cfg.Intent) {
-				// Matched by word overlap with another intent: its route
-				// answers another question. Hints only, never a replay.
-				res.Tier = engine.P3
-				r.logf("memory matched intent %q by word overlap, not exactly: using it as hints (P3), not replaying", rc.Intent)
+			if len(rc.Reasons) > 0 {
+				r.logf("memory tier: %s", rc.Reasons[0])
 			}
 			if rc.Tier != engine.P5 {
 				r.memory = Scrub(engine.RenderMemory(rc, r.cfg.MemoryChars), r.cfg.Secrets)
@@ -267,7 +271,12 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	res.Duration = r.now().Sub(start)
 	res.Steps = len(r.steps)
 
-	// Deposit: always.
+	// Deposit: always — but a run that took no step is no evidence of
+	// anything (engine refuses it), so there is nothing to deposit.
+	if len(r.steps) == 0 {
+		r.logf("no step was taken: nothing to deposit")
+		return res, runErr
+	}
 	t := &engine.Trace{
 		Task: Scrub(r.cfg.Task, r.cfg.Secrets), Intent: r.cfg.Intent, TaskType: r.cfg.TaskType,
 		URL: r.cfg.StartURL, Steps: r.steps, Outcome: engine.Success, StartedAt: start.UTC(),
@@ -275,8 +284,12 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 		DurationMs: res.Duration.Milliseconds(), Session: r.cfg.Session, PlannerCalls: res.PlannerCalls,
 		Tier: res.Tier, Params: r.usedParams(), Writer: r.cfg.Engine.Writer,
 	}
+	if r.recall != nil && res.Tier != engine.P5 {
+		t.FactsRevision = r.recall.Revision // ties the outcome to the knowledge used
+	}
 	if !res.Success {
 		t.Outcome, t.Error = engine.Failure, res.Error
+		t.FailureCategory = r.noFault(ctx, runErr, done)
 	}
 	saved, err := r.cfg.Engine.SaveTrace(fin, t, r.sensitive)
 	if err != nil {
@@ -289,6 +302,26 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	r.log.Info("run finished", "tier", res.Tier, "steps", res.Steps, "planner_calls", res.PlannerCalls,
 		"success", res.Success, "trace", res.TracePath)
 	return res, runErr
+}
+
+// noFault returns the category of a failed run the site is not to blame
+// for, or "": cancelled (Ctrl-C, SIGTERM) or the turn limit reached with no
+// step failing is aborted; the planner's model failing is planner_error.
+func (r *run) noFault(ctx context.Context, runErr error, done bool) engine.FailureCategory {
+	switch {
+	case ctx.Err() != nil || errors.Is(runErr, context.Canceled):
+		return engine.Aborted
+	case errors.Is(runErr, ErrPlanner):
+		return engine.PlannerError
+	case runErr == nil && !done:
+		for _, s := range r.steps {
+			if !s.OK || s.Error != "" {
+				return ""
+			}
+		}
+		return engine.Aborted
+	}
+	return ""
 }
 
 // execute opens the page, navigates to the start, replays what memory allows
@@ -349,7 +382,7 @@ func (r *run) plan(ctx context.Context) (string, bool, error) {
 			if ctx.Err() != nil {
 				return "", false, fmt.Errorf("run cancelled: %w", ctx.Err())
 			}
-			return "", false, fmt.Errorf("planner %s: %w", r.cfg.Planner.Name(), err)
+			return "", false, fmt.Errorf("%w %s: %w", ErrPlanner, r.cfg.Planner.Name(), err)
 		}
 		if a.Tool == "done" {
 			r.logf("[%s] done %q", r.cfg.Planner.Name(), oneLine(Scrub(a.Value, r.cfg.Secrets), 120))

@@ -98,6 +98,13 @@ func newEnv() *env {
 	s := testSite()
 	e := &env{site: s, br: &fakeBrowser{site: s, base: fakeBase}, store: storetest.NewMemStore(),
 		clock: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
+	// The default policy except a ladder that trusts one run
+	// (first_success_confidence 0.65, p2_sessions 1), so that one cold run
+	// earns the replay these unit tests exercise; the ladder itself is
+	// engine's, and the e2e tests climb it with the default policy.
+	c := engine.DefaultConfig()
+	c.Policy.FirstSuccessConfidence, c.Policy.P2Sessions = 0.65, 1
+	e.store.SetConfig(c)
 	e.eng = &engine.Engine{Store: e.store, Now: e.now, Writer: "test"}
 	return e
 }
@@ -357,7 +364,8 @@ func TestDepositOnPlannerError(t *testing.T) {
 		t.Fatalf("result: %+v", res)
 	}
 	tr := e.only(t)
-	if tr.Outcome != engine.Failure || !strings.Contains(tr.Error, "model unavailable") || tr.FailureCategory == "" {
+	// The model failing is not the site's fault: planner_error, weight 0.
+	if tr.Outcome != engine.Failure || !strings.Contains(tr.Error, "model unavailable") || tr.FailureCategory != engine.PlannerError {
 		t.Fatalf("trace: outcome %s error %q category %s", tr.Outcome, tr.Error, tr.FailureCategory)
 	}
 	if e.br.opened != 1 || e.br.closed != 1 {
@@ -384,8 +392,41 @@ func TestDepositOnCancel(t *testing.T) {
 		t.Fatalf("no trace deposited after cancel: %+v", res)
 	}
 	tr := e.only(t)
-	if tr.Outcome != engine.Failure || len(tr.Steps) != 2 || !strings.Contains(tr.Error, "cancel") {
-		t.Fatalf("trace after cancel: outcome %s steps %d error %q", tr.Outcome, len(tr.Steps), tr.Error)
+	// Cancelled by the user: aborted, weight 0.
+	if tr.Outcome != engine.Failure || len(tr.Steps) != 2 || !strings.Contains(tr.Error, "cancel") || tr.FailureCategory != engine.Aborted {
+		t.Fatalf("trace after cancel: outcome %s steps %d error %q category %s", tr.Outcome, len(tr.Steps), tr.Error, tr.FailureCategory)
+	}
+}
+
+// The turn limit reached with no failing step is aborted too; a run served
+// memory records the facts revision it used.
+func TestTurnLimitAbortedAndFactsRevision(t *testing.T) {
+	e := newEnv()
+	ctx := context.Background()
+	p := &scriptPlanner{acts: []Action{{Tool: "click", Selector: "#nav-issues"}, {Tool: "click", Selector: "#nav-issues"}, {Tool: "click", Selector: "#nav-issues"}}}
+	cfg := e.cfg("how many open issues", p)
+	cfg.MaxTurns = 2
+	res, err := Run(ctx, cfg)
+	if err != nil || res.Success {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if tr := e.only(t); tr.FailureCategory != engine.Aborted {
+		t.Fatalf("turn limit: category %s", tr.FailureCategory)
+	}
+	// A facts entry (a lesson) gives the recall a revision; the next run
+	// writes it into its trace.
+	save, err := e.eng.Save(ctx, engine.SaveRequest{URL: fakeBase + "/", Intent: "how many open issues",
+		Facts: &engine.Patch{InteractionHints: []string{"the count is in the header"}}})
+	if err != nil || !save.Lesson {
+		t.Fatalf("lesson: %+v %v", save, err)
+	}
+	f, _ := e.store.Facts(ctx, "fake.test", engine.IntentKey("how many open issues"))
+	run := &scriptPlanner{acts: []Action{{Tool: "click", Selector: "#nav-issues"}, {Tool: "extract", Value: "open issues"}, {Tool: "done", Value: "7"}}}
+	if _, err := Run(ctx, e.cfg("how many open issues", run)); err != nil {
+		t.Fatal(err)
+	}
+	if tr := e.only(t); f == nil || f.Revision == "" || tr.FactsRevision != f.Revision {
+		t.Fatalf("facts_revision %q, want the served revision %q", tr.FactsRevision, f.Revision)
 	}
 }
 

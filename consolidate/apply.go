@@ -253,6 +253,7 @@ func commitRequests(plan *Changeset) []gitrepo.CommitRequest {
 		for _, r := range e.Folded {
 			main.Paths = append(main.Paths, store.TracePath(r))
 		}
+		main.Paths = append(main.Paths, e.Verdicts...) // shared like traces
 		if e.Facts == nil {
 			continue
 		}

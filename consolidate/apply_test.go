@@ -268,7 +268,7 @@ func TestVerifyContestRecoverLifecycle(t *testing.T) {
 		t.Fatalf("verify commit holds %q, want only the facts file", files)
 	}
 	trailers := git(t, dir, "log", "-1", "--format=%(trailers:only,unfold)")
-	for _, want := range []string{"Confidence: 0.8", "Successes: 5", "Failures: 0", "Sessions: 2"} {
+	for _, want := range []string{"Confidence: 0.97", "Successes: 5", "Failures: 0", "Sessions: 2"} {
 		if !strings.Contains(trailers, want) {
 			t.Errorf("trailers lack %q:\n%s", want, trailers)
 		}

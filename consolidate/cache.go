@@ -20,7 +20,7 @@ import (
 // is read again; a missing or unreadable cache means reading everything.
 const (
 	cacheName   = "pem-consolidate.cache"
-	cacheFormat = 1
+	cacheFormat = 2 // 2: evidence keeps steps, revision and verdicts
 	racyWindow  = 2 * time.Second
 )
 
@@ -47,7 +47,8 @@ type summary struct {
 func experienceSummary(x *engine.Experience) *summary {
 	s := &summary{Evidence: make([]engine.Evidence, len(x.Evidence))}
 	for i, e := range x.Evidence {
-		s.Evidence[i] = engine.Evidence{Trace: e.Trace, At: e.At, Outcome: e.Outcome, Category: e.Category, Session: e.Session}
+		s.Evidence[i] = engine.Evidence{Trace: e.Trace, At: e.At, Outcome: e.Outcome, Category: e.Category, Session: e.Session,
+			Steps: e.Steps, Revision: e.Revision, Verdict: e.Verdict, VerdictBy: e.VerdictBy, VerdictAt: e.VerdictAt}
 	}
 	return s
 }

@@ -162,6 +162,33 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 			touched[Key{t.Domain, t.IntentKey}] = true
 		}
 	}
+	// Verdicts: every one is read (they are small); an entry is loaded in
+	// full when one of its verdicts is not folded yet.
+	if vs, ok := st.(engine.VerdictStore); ok {
+		all, err := vs.Verdicts(ctx, "")
+		if err != nil {
+			return in, fmt.Errorf("listing verdicts: %w", err)
+		}
+		in.Verdicts = all
+		applied := map[string]engine.Evidence{}
+		for _, pair := range byKey {
+			if pair[0] != nil {
+				for _, ev := range pair[0].sum.Evidence {
+					applied[ev.Trace] = ev
+				}
+			}
+		}
+		for _, v := range all {
+			ev, ok := applied[v.Trace]
+			if !ok {
+				touched[Key{v.Domain, v.IntentKey}] = true // its trace is not folded yet
+				continue
+			}
+			if e := ev; engine.ApplyVerdict(&e, v) {
+				touched[Key{v.Domain, v.IntentKey}] = true
+			}
+		}
+	}
 
 	// Load in full what the plan can change.
 	var need []*entryFile

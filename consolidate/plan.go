@@ -28,6 +28,7 @@ type Input struct {
 	Traces     []*engine.Trace            // traces to fold (those no experience has folded yet)
 	Refs       []engine.TraceRef          // every trace in the tree, for expiry
 	Folded     map[string]Key             // every folded trace id, also of entries not loaded (nil: from Experience)
+	Verdicts   []*engine.Verdict          // every verdict in the tree; those not folded yet are folded
 	Broken     map[Key]string             // entries whose files could not be read: left alone
 	Warnings   []string                   // what the loader could not read
 }
@@ -37,6 +38,7 @@ type Kind string
 
 const (
 	KindFold    Kind = "fold"    // a trace's outcome joins an entry's experience
+	KindJudge   Kind = "judge"   // a verdict is folded into a run's evidence
 	KindSkip    Kind = "skip"    // a trace is left alone (already folded, unusable)
 	KindCreate  Kind = "create"  // a new facts entry
 	KindUpdate  Kind = "update"  // a facts entry's content follows new evidence
@@ -60,6 +62,8 @@ func (c Change) String() string {
 	switch c.Kind {
 	case KindFold:
 		return fmt.Sprintf("fold trace %s into %s: %s", c.Trace, c.Key, c.Reason)
+	case KindJudge:
+		return fmt.Sprintf("judge trace %s in %s: %s", c.Trace, c.Key, c.Reason)
 	case KindSkip:
 		return fmt.Sprintf("skip trace %s: %s", c.Trace, c.Reason)
 	case KindCreate:
@@ -84,6 +88,7 @@ type Entry struct {
 	Experience *engine.Experience // to write; nil: unchanged
 	Facts      *engine.Facts      // to write; nil: unchanged
 	Folded     []engine.TraceRef  // traces folded into it by this plan
+	Verdicts   []string           // paths of the verdict files folded into it by this plan (committed with it)
 	Score      engine.Score       // at the plan's time, over all its evidence
 	Verified   bool               // promoted to verified: committed on its own
 	Reason     string             // why it was verified
@@ -140,6 +145,9 @@ func (p *Changeset) Summary() string {
 	var parts []string
 	if n := p.Count(KindFold); n > 0 {
 		parts = append(parts, fmt.Sprintf("folded %d %s into %d %s", n, plural(n, "trace", "traces"), p.foldedEntries(), plural(p.foldedEntries(), "entry", "entries")))
+	}
+	if n := p.Count(KindJudge); n > 0 {
+		parts = append(parts, fmt.Sprintf("folded %d %s", n, plural(n, "verdict", "verdicts")))
 	}
 	if n := p.Count(KindCreate); n > 0 {
 		parts = append(parts, fmt.Sprintf("created %d facts", n))
@@ -266,6 +274,56 @@ func Plan(now time.Time, in Input) *Changeset {
 		plan.Changes = append(plan.Changes, Change{Kind: KindFold, Trace: t.ID, Key: k, Reason: reason})
 	}
 
+	// Fold verdicts into the evidence of their runs, oldest first: the newest
+	// verdict on a run decides (engine.ApplyVerdict), so a second fold changes nothing.
+	judged := map[Key][]string{}
+	verdicts := append([]*engine.Verdict(nil), in.Verdicts...)
+	sort.SliceStable(verdicts, func(i, j int) bool { return verdicts[i].At.Before(verdicts[j].At) })
+	for _, v := range verdicts {
+		if v == nil {
+			continue
+		}
+		k, ok := folded[v.Trace]
+		if !ok {
+			continue // its trace is not in the tree (yet): kept until it is
+		}
+		if _, bad := in.Broken[k]; bad {
+			continue
+		}
+		x := work[k]
+		if x == nil {
+			x = in.Experience[k]
+		}
+		if x == nil {
+			continue
+		}
+		for i := range x.Evidence {
+			if x.Evidence[i].Trace != v.Trace {
+				continue
+			}
+			if probe := x.Evidence[i]; !engine.ApplyVerdict(&probe, v) {
+				continue // folded before: nothing changes
+			}
+			if work[k] == nil {
+				x = x.Clone()
+				work[k] = x
+			}
+			engine.ApplyVerdict(&x.Evidence[i], v)
+			x.Recount()
+			judged[k] = append(judged[k], verdictPath(v))
+			reason := fmt.Sprintf("%s judged it %s", v.Judge, v.Verdict)
+			if v.Verdict == engine.Wrong {
+				reason += ": a judged_wrong failure"
+			} else {
+				reason += ": a confirmed success"
+			}
+			if v.Note != "" {
+				reason += " (" + v.Note + ")"
+			}
+			plan.Changes = append(plan.Changes, Change{Kind: KindJudge, Trace: v.Trace, Key: k, Reason: reason})
+		}
+	}
+
 	keys := map[Key]bool{}
 	for k := range in.Experience {
 		keys[k] = true
@@ -291,6 +349,7 @@ func Plan(now time.Time, in Input) *Changeset {
 			continue
 		}
 		if e := planEntry(now, p, k, in.Experience[k], work[k], in.Facts[k], newTraces[k], plan); e != nil {
+			e.Verdicts = judged[k]
 			plan.Entries = append(plan.Entries, e)
 		}
 	}
@@ -640,6 +699,12 @@ func mergeStrings(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// verdictPath is where a verdict is stored (store.VerdictPath's layout; plan
+// is pure and does not import store).
+func verdictPath(v *engine.Verdict) string {
+	return "verdicts/" + v.Domain + "/" + v.Trace + "/" + v.Judge + ".yaml"
 }
 
 func contains(xs []string, s string) bool {

@@ -107,6 +107,33 @@ func Mine(in Input) Proposal {
 		}
 	}
 	p.Successes, p.Failures, p.Sessions = len(ok), len(failed), len(sessions)
+	// The experience keeps the evidence of runs whose traces expired: the
+	// counts are over both (a trace id counts once).
+	if in.Experience != nil {
+		live := map[string]bool{}
+		for _, t := range in.Traces {
+			if t != nil {
+				live[t.ID] = true
+			}
+		}
+		for _, e := range in.Experience.Evidence {
+			if live[e.Trace] || !e.IsRun() {
+				continue
+			}
+			live[e.Trace] = true
+			if e.Outcome == engine.Success {
+				p.Successes++
+				if e.Session != "" {
+					sessions[e.Session] = true
+				} else {
+					sessions["trace:"+e.Trace] = true
+				}
+			} else {
+				p.Failures++
+			}
+		}
+		p.Sessions = len(sessions)
+	}
 
 	cur := in.Facts
 	f := &engine.Facts{Format: engine.Format, Domain: in.Domain, Intent: in.Intent, IntentKey: in.IntentKey, Status: engine.Candidate}
@@ -128,8 +155,17 @@ func Mine(in Input) Proposal {
 	ev := func(item string, ts []*engine.Trace) { p.Evidence = append(p.Evidence, evidence(item, ts)) }
 	stats := roleStats(traces)
 
-	// The route and its selector roles.
-	if r := mineRoute(ok); r != nil {
+	// The route and its selector roles. A route that drops a step every
+	// successful run took (the runs on hand, and those the current route
+	// was learned from) is not adopted.
+	r := mineRoute(ok)
+	if r != nil && cur != nil {
+		if miss := droppedSteps(r.steps, ok, cur); len(miss) > 0 {
+			p.Reasons = append(p.Reasons, fmt.Sprintf("the most common route drops %s, which every successful run took: the current route is kept", strings.Join(miss, ", ")))
+			r = nil
+		}
+	}
+	if r != nil {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("route of %d steps taken by %d of %d successful runs", len(r.steps), len(r.runs), len(ok)))
 		if len(r.params) > 0 {
 			p.Reasons = append(p.Reasons, fmt.Sprintf("values that vary between runs became parameters: %s", strings.Join(r.params, ", ")))
@@ -203,6 +239,13 @@ func Mine(in Input) Proposal {
 		case !p.Changed:
 			// Nothing to propose: keep the current entry as it is.
 			f = cur.Clone()
+		case frozen(cur) && len(ok) < verifiedOn(cur, in.Experience, in.Policy):
+			// Never supersede verified knowledge on less evidence than it was
+			// verified on (after the TTL only a few traces may be on hand).
+			p.Reasons = append(p.Reasons, fmt.Sprintf("%s revision %s was verified on %d successful runs; %d on hand are not enough to supersede it: no proposal",
+				cur.Status, cur.Revision, verifiedOn(cur, in.Experience, in.Policy), len(ok)))
+			p.Changed = false
+			f = cur.Clone()
 		case frozen(cur):
 			f.Supersedes = cur.Revision
 			if f.Supersedes == "" {
@@ -261,6 +304,78 @@ func statusReason(s engine.Status) string {
 		return "the mined evidence meets the candidate bar"
 	}
 	return "the mined evidence is below the candidate bar"
+}
+
+// verifiedOn is how many successful runs an entry was verified on: the
+// successes in its evidence (kept after their traces expired) up to its
+// latest promotion to verified. An entry with no evidence (verified by hand)
+// counts 0.
+func verifiedOn(cur *engine.Facts, x *engine.Experience, _ engine.Policy) int {
+	var at time.Time
+	for _, h := range cur.History {
+		if h.To == engine.Verified && h.At.After(at) {
+			at = h.At
+		}
+	}
+	n := 0
+	if x != nil {
+		for _, e := range x.Evidence {
+			if e.IsRun() && e.Outcome == engine.Success && (at.IsZero() || !e.At.After(at)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// droppedSteps returns the step signatures that every successful run took —
+// each of the runs on hand and, for the current route, the runs it was
+// learned from (its own steps) — but the proposed route leaves out.
+func droppedSteps(proposed []engine.Step, ok []*engine.Trace, cur *engine.Facts) []string {
+	if len(ok) == 0 {
+		return nil
+	}
+	common := map[string]bool{}
+	for i, t := range ok {
+		idx, _ := aligned(t)
+		sigs := map[string]bool{}
+		for _, k := range idx {
+			sigs[signature(t.Steps[k])] = true
+		}
+		for sig := range common {
+			if !sigs[sig] {
+				delete(common, sig)
+			}
+		}
+		if i == 0 {
+			common = sigs
+		}
+	}
+	if len(cur.Steps) > 0 {
+		own := map[string]bool{}
+		for _, s := range cur.Steps {
+			if !observation(s.Action) {
+				own[signature(s)] = true
+			}
+		}
+		for sig := range common {
+			if !own[sig] {
+				delete(common, sig)
+			}
+		}
+	}
+	have := map[string]bool{}
+	for _, s := range proposed {
+		have[signature(s)] = true
+	}
+	var out []string
+	for sig := range common {
+		if !have[sig] {
+			out = append(out, sig)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // frozen reports whether an entry's content may only change through a

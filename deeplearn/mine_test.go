@@ -67,6 +67,11 @@ func loadCase(t testing.TB, name string) Input {
 			decodeStrict(t, f, in.Facts)
 			continue
 		}
+		if filepath.Base(f) == "experience.yaml" { // evidence kept after traces expired
+			in.Experience = &engine.Experience{}
+			decodeStrict(t, f, in.Experience)
+			continue
+		}
 		tr := &engine.Trace{}
 		decodeStrict(t, f, tr)
 		in.Traces = append(in.Traces, tr)
@@ -297,6 +302,9 @@ func TestMineRules(t *testing.T) {
 	})
 	for _, name := range caseNames(t) {
 		p := mine(t, name)
+		if !p.Changed {
+			continue // no proposal: the current entry, as it is
+		}
 		if p.Facts.Status != engine.Candidate && p.Facts.Status != engine.Hypothesis {
 			t.Errorf("%s: a proposal is at most candidate, got %s", name, p.Facts.Status)
 		}
@@ -311,8 +319,28 @@ func TestMineRules(t *testing.T) {
 	}
 }
 
+// TestExpiredTracesKeepTheVerifiedRoute: after the TTL only two (shorter)
+// runs are on hand; the entry was verified on six. Deep-learn counts the kept
+// evidence and does not supersede the verified 3-step route on less evidence.
+func TestExpiredTracesKeepTheVerifiedRoute(t *testing.T) {
+	input := loadCase(t, "expired_verified")
+	p := Mine(input)
+	if p.Changed || p.Supersedes != "" || p.Facts.Revision != input.Facts.Revision || len(p.Facts.Steps) != 3 || p.Facts.Steps[2].Action != "extract" {
+		t.Fatalf("the verified route did not survive: changed %v supersedes %q steps %+v", p.Changed, p.Supersedes, p.Facts.Steps)
+	}
+	if p.Successes != 8 || p.Sessions != 5 {
+		t.Errorf("counts over live traces and kept evidence: %d successes, %d sessions; want 8 and 5", p.Successes, p.Sessions)
+	}
+	if !containsSub(p.Reasons, "was verified on 6 successful runs; 2 on hand are not enough") {
+		t.Errorf("reasons %q", p.Reasons)
+	}
+}
+
 func TestVerifiedEntryIsSuperseded(t *testing.T) {
 	input := loadCase(t, "verified_supersede")
+	// Mined the day its runs happened (a month later they have decayed to
+	// the confidence of hints, and the proposal is a hypothesis).
+	input.Now = time.Time{}
 	cur := input.Facts
 	before := marshal(t, cur)
 	p := Mine(input)
@@ -407,4 +435,13 @@ func TestInjection(t *testing.T) {
 			t.Errorf("flagged %+v: %s", tr, w)
 		}
 	}
+}
+
+func containsSub(xs []string, sub string) bool {
+	for _, x := range xs {
+		if strings.Contains(x, sub) {
+			return true
+		}
+	}
+	return false
 }

@@ -179,6 +179,12 @@ func CheckPRChange(path string, added, deleted bool) *CheckProblem {
 	case strings.HasPrefix(path, "traces/") && !added:
 		return &CheckProblem{Kind: CheckTraceEdit, Path: path,
 			Msg: "edits a trace: traces are immutable records of a run; restore it (git checkout <base> -- " + path + ") and record a new run instead"}
+	case strings.HasPrefix(path, "verdicts/") && deleted:
+		return &CheckProblem{Kind: CheckTraceEdit, Path: path,
+			Msg: "deletes a verdict: verdicts are immutable judgements of a run; restore it (git checkout <base> -- " + path + ")"}
+	case strings.HasPrefix(path, "verdicts/") && !added:
+		return &CheckProblem{Kind: CheckTraceEdit, Path: path,
+			Msg: "edits a verdict: verdicts are immutable; restore it (git checkout <base> -- " + path + ") and judge a newer run instead"}
 	}
 	return nil
 }

@@ -23,11 +23,18 @@ const (
 	ABExperiment       FailureCategory = "ab_experiment"
 	UnexpectedRedirect FailureCategory = "unexpected_redirect"
 	Unknown            FailureCategory = "unknown"
+
+	// Outcomes the site is not to blame for: weight 0 against the route.
+	Aborted      FailureCategory = "aborted"       // cancelled by the user (Ctrl-C, SIGTERM, the turn limit with no page failure)
+	PlannerError FailureCategory = "planner_error" // the planner's model failed
+	// A run a verdict judged wrong (pem experience feedback): a heavy failure.
+	JudgedWrong FailureCategory = "judged_wrong"
 )
 
 // FailureCategories lists every category, in documentation order.
 var FailureCategories = []FailureCategory{AntiBot, AuthRequired, PermissionDenied, OverlayBlocked,
-	Network, SelectorDrift, VisualDrift, Timing, LazyLoading, ABExperiment, UnexpectedRedirect, Unknown}
+	Network, SelectorDrift, VisualDrift, Timing, LazyLoading, ABExperiment, UnexpectedRedirect, Unknown,
+	Aborted, PlannerError, JudgedWrong}
 
 // Valid reports whether c is a known category.
 func (c FailureCategory) Valid() bool {
@@ -45,6 +52,10 @@ func (c FailureCategory) Valid() bool {
 func (c FailureCategory) IsGate() bool {
 	return c == AntiBot || c == AuthRequired || c == PermissionDenied
 }
+
+// IsNoFault reports whether the category is a run the site is not to blame
+// for: cancelled by the user, or the planner's model failed. It weighs 0.
+func (c FailureCategory) IsNoFault() bool { return c == Aborted || c == PlannerError }
 
 // Error kinds a recorder may put in Step.ErrorKind: structured signals that
 // classification trusts before any text.

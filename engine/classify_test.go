@@ -105,8 +105,16 @@ func TestFailureCategories(t *testing.T) {
 		}
 		seen[c] = true
 	}
-	if len(seen) != 12 {
-		t.Errorf("%d categories, want the 12 of DESIGN §3", len(seen))
+	if len(seen) != 15 {
+		t.Errorf("%d categories, want the 12 of DESIGN §3 and aborted, planner_error, judged_wrong", len(seen))
+	}
+	for _, c := range []engine.FailureCategory{engine.Aborted, engine.PlannerError} {
+		if !c.IsNoFault() || engine.DefaultPolicy().FailureWeight(c) != 0 {
+			t.Errorf("%s: not a no-fault category of weight 0", c)
+		}
+	}
+	if w := engine.DefaultPolicy().FailureWeight(engine.JudgedWrong); w != 3 {
+		t.Errorf("judged_wrong weighs %v, want 3", w)
 	}
 	for _, c := range []engine.FailureCategory{"", "bogus", "Anti_Bot"} {
 		if c.Valid() {

@@ -8,7 +8,8 @@ import (
 
 // Evidence is one folded outcome: what confidence is computed from. Experience
 // keeps one per folded trace, and keeps it after the trace itself expired, so
-// the TTL loses no evidence.
+// the TTL loses no evidence. Evidence with no steps is a lesson (a save that
+// only patched facts): kept for provenance, never counted as a run.
 type Evidence struct {
 	Trace      string          `yaml:"trace" json:"trace"`
 	At         time.Time       `yaml:"at" json:"at"`
@@ -18,12 +19,21 @@ type Evidence struct {
 	URLPattern string          `yaml:"url_pattern,omitempty" json:"url_pattern,omitempty"`
 	Steps      int             `yaml:"steps,omitempty" json:"steps,omitempty"`
 	DurationMs int64           `yaml:"duration_ms,omitempty" json:"duration_ms,omitempty"`
+	Revision   string          `yaml:"revision,omitempty" json:"revision,omitempty"` // the facts revision the run used
+	// The newest verdict on the run (see Verdict): right or wrong, by whom, when.
+	Verdict   VerdictValue `yaml:"verdict,omitempty" json:"verdict,omitempty"`
+	VerdictBy string       `yaml:"verdict_by,omitempty" json:"verdict_by,omitempty"`
+	VerdictAt time.Time    `yaml:"verdict_at,omitempty" json:"verdict_at,omitempty"`
 }
+
+// IsRun reports whether the evidence is a run (at least one step) rather
+// than a lesson.
+func (e Evidence) IsRun() bool { return e.Steps > 0 }
 
 // EvidenceOf summarizes a trace as evidence.
 func EvidenceOf(t *Trace) Evidence {
 	e := Evidence{Trace: t.ID, At: t.StartedAt.UTC(), Outcome: t.Outcome, Session: t.Session,
-		URLPattern: t.URLPattern, Steps: len(t.Steps), DurationMs: t.DurationMs}
+		URLPattern: t.URLPattern, Steps: len(t.Steps), DurationMs: t.DurationMs, Revision: t.FactsRevision}
 	if t.Outcome == Failure {
 		e.Category = Classify(t)
 	}
@@ -42,20 +52,51 @@ func Decay(age time.Duration, halfLifeDays float64) float64 {
 
 // Score is the weighted evidence behind a confidence.
 type Score struct {
-	Successes  int     // raw counts
-	Failures   int     // raw counts, gates included
+	Successes  int     // raw counts of runs
+	Failures   int     // raw counts, gates and no-fault runs included
 	Gates      int     // failures that were gates (anti_bot, auth_required, permission_denied)
+	NoFault    int     // failures the site is not to blame for (aborted, planner_error)
+	Lessons    int     // saves with no steps: no evidence
 	S, F       float64 // decayed, weighted
-	Confidence float64 // (1+S)/(2+S+F); 0 when there is no evidence
+	Confidence float64 // see ConfidenceOf; 0 when there is no evidence
 	Sessions   int     // distinct sessions with a success
+	Confirmed  int     // successes a verdict judged right
 	LastN      []Outcome
+	Streak     int             // route failures in a row, newest first (gates and no-fault runs skipped)
 	OpenGate   FailureCategory // set when the newest outcome is a gate failure
+	// OpenWrong is the newest run judged wrong when no newer run was judged
+	// right; OpenWrongRevision the facts revision that run used.
+	OpenWrong         string
+	OpenWrongRevision string
 }
 
-// Confidence computes the score of evidence at time now under policy p.
-// confidence = (1 + S) / (2 + S + F) over decayed successes S and decayed,
-// category-weighted failures F. No evidence: confidence 0 (tier P5).
-// Evidence with the same trace id counts once.
+// Runs is how many runs the score counts.
+func (sc Score) Runs() int { return sc.Successes + sc.Failures }
+
+// WrongHolds reports whether an open wrong verdict caps an entry served at
+// revision: it does until a newer run is judged right or the route changes
+// (the wrong run used another revision).
+func (sc Score) WrongHolds(revision string) bool {
+	return sc.OpenWrong != "" && (sc.OpenWrongRevision == "" || revision == "" || sc.OpenWrongRevision == revision)
+}
+
+// ConfidenceOf is the trust ladder over decayed, weighted successes S and
+// failures F, with c1 the confidence of a first success:
+//
+//	confidence = (1 − (1 − c1)^S) · S / (S + F)
+//
+// No success gives 0. It rises with S and falls with F; with c1 = 0.5 one
+// success gives 0.50, two 0.75, three 0.875 (docs/data-model.md has the table).
+func ConfidenceOf(S, F, c1 float64) float64 {
+	if S <= 0 {
+		return 0
+	}
+	return (1 - math.Pow(1-c1, S)) * S / (S + F)
+}
+
+// Confidence computes the score of evidence at time now under policy p (see
+// ConfidenceOf). No runs: confidence 0 (tier P5). Evidence with the same trace
+// id counts once; lessons (no steps) count as no run at all.
 func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 	var sc Score
 	if len(ev) == 0 {
@@ -64,6 +105,7 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 	seen := make(map[string]bool, len(ev))
 	sessions := map[string]bool{}
 	var newest *Evidence
+	var runs []Evidence
 	for i, e := range ev {
 		if e.Trace != "" {
 			if seen[e.Trace] {
@@ -71,6 +113,11 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 			}
 			seen[e.Trace] = true
 		}
+		if !e.IsRun() {
+			sc.Lessons++
+			continue
+		}
+		runs = append(runs, e)
 		w := Decay(now.Sub(e.At), p.HalfLifeDays)
 		if e.Outcome == Success {
 			sc.Successes++
@@ -80,10 +127,16 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 				s = "trace:" + e.Trace
 			}
 			sessions[s] = true
+			if e.Verdict == Right {
+				sc.Confirmed++
+			}
 		} else {
 			sc.Failures++
 			if e.Category.IsGate() {
 				sc.Gates++
+			}
+			if e.Category.IsNoFault() {
+				sc.NoFault++
 			}
 			sc.F += w * p.FailureWeight(e.Category)
 		}
@@ -97,17 +150,33 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 		}
 	}
 	sc.Sessions = len(sessions)
-	sc.Confidence = (1 + sc.S) / (2 + sc.S + sc.F)
-	sc.LastN = lastOutcomes(ev, p.VerifiedLastN)
+	sc.Confidence = ConfidenceOf(sc.S, sc.F, p.FirstSuccessConfidence)
+	sc.LastN = lastOutcomes(runs, p.VerifiedLastN)
+	for _, o := range lastOutcomes(runs, len(runs)) {
+		if o != Failure {
+			break
+		}
+		sc.Streak++
+	}
+	// The newest verdict decides: wrong stays open until a newer run is judged right.
+	var judged *Evidence
+	for i := range runs {
+		if runs[i].Verdict != "" && (judged == nil || newer(runs[i], *judged)) {
+			judged = &runs[i]
+		}
+	}
+	if judged != nil && judged.Verdict == Wrong {
+		sc.OpenWrong, sc.OpenWrongRevision = judged.Trace, judged.Revision
+	}
 	return sc
 }
 
-// lastOutcomes returns the n newest outcomes, newest first (gates skipped: they
-// say nothing about the route).
+// lastOutcomes returns the n newest outcomes, newest first (gates and
+// no-fault runs skipped: they say nothing about the route).
 func lastOutcomes(ev []Evidence, n int) []Outcome {
 	idx := make([]int, 0, len(ev))
 	for i := range ev {
-		if ev[i].Outcome == Failure && ev[i].Category.IsGate() {
+		if ev[i].Outcome == Failure && (ev[i].Category.IsGate() || ev[i].Category.IsNoFault()) {
 			continue
 		}
 		idx = append(idx, i)
@@ -146,28 +215,6 @@ const (
 	P5 Tier = "P5" // nothing known: cold start
 )
 
-// ChooseTier maps a score and the entry's status to a tier. P1 requires status
-// verified and no open blocker; otherwise the tier is at most P2.
-func ChooseTier(sc Score, status Status, openBlocker bool, p Policy) Tier {
-	if sc.Successes+sc.Failures == 0 {
-		return P5
-	}
-	c := sc.Confidence
-	switch {
-	case c >= p.P1:
-		if status == Verified && !openBlocker && sc.OpenGate == "" {
-			return P1
-		}
-		return P2
-	case c >= p.P2:
-		return P2
-	case c >= p.P3:
-		return P3
-	default:
-		return P4
-	}
-}
-
 // Status is a facts entry's lifecycle state.
 type Status string
 
@@ -203,11 +250,17 @@ func NextStatus(cur Status, sc Score, pageText bool, p Policy) (Status, string) 
 	}
 	verifiedOK := sc.Confidence >= p.VerifiedConfidence && sc.Successes >= p.VerifiedSuccesses &&
 		allSuccess(sc.LastN, p.VerifiedLastN) && sc.Sessions >= p.VerifiedSessions &&
-		(!pageText || sc.Sessions >= p.AnswerSessions)
+		(!pageText || sc.Sessions >= p.AnswerSessions) && sc.OpenWrong == "" &&
+		(!p.VerifiedNeedsVerdict || sc.Confirmed > 0)
 	candidateOK := sc.Confidence >= p.CandidateConfidence && sc.Successes >= p.CandidateSuccesses
 	switch cur {
 	case Verified:
-		if sc.Confidence < p.ContestBelow {
+		switch {
+		case sc.OpenWrong != "":
+			return Contested, fmt.Sprintf("run %s was judged wrong", sc.OpenWrong)
+		case p.ContestLastN > 0 && sc.Streak >= p.ContestLastN:
+			return Contested, fmt.Sprintf("the last %d outcomes failed", sc.Streak)
+		case sc.Confidence < p.ContestBelow:
 			return Contested, fmt.Sprintf("confidence %.2f fell below %.2f", sc.Confidence, p.ContestBelow)
 		}
 		return Verified, ""

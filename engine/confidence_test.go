@@ -13,11 +13,11 @@ import (
 var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 func ok(id string, at time.Time, session string) engine.Evidence {
-	return engine.Evidence{Trace: id, At: at, Outcome: engine.Success, Session: session}
+	return engine.Evidence{Trace: id, At: at, Outcome: engine.Success, Session: session, Steps: 2}
 }
 
 func fail(id string, at time.Time, c engine.FailureCategory) engine.Evidence {
-	return engine.Evidence{Trace: id, At: at, Outcome: engine.Failure, Category: c}
+	return engine.Evidence{Trace: id, At: at, Outcome: engine.Failure, Category: c, Steps: 2}
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -49,18 +49,21 @@ func TestConfidenceFormula(t *testing.T) {
 		name string
 		ev   []engine.Evidence
 		now  time.Time
-		want float64 // (1+S)/(2+S+F)
+		want float64 // (1 − 0.5^S) · S/(S+F)
 		s, f float64
 	}{
-		{"one fresh success", []engine.Evidence{ok("a", t0, "s1")}, t0, 2.0 / 3, 1, 0},
-		{"three successes", []engine.Evidence{ok("a", t0, "s1"), ok("b", t0, "s1"), ok("c", t0, "s2")}, t0, 4.0 / 5, 3, 0},
-		{"one route failure", []engine.Evidence{fail("a", t0, engine.SelectorDrift)}, t0, 1.0 / 3, 0, 1},
-		{"network weighs 0.25", []engine.Evidence{ok("a", t0, ""), fail("b", t0, engine.Network)}, t0, 2 / 3.25, 1, 0.25},
-		{"gates weigh 0", []engine.Evidence{ok("a", t0, ""), fail("b", t0, engine.AntiBot), fail("c", t0, engine.AuthRequired), fail("d", t0, engine.PermissionDenied)}, t0, 2.0 / 3, 1, 0},
-		{"unknown weighs 1", []engine.Evidence{ok("a", t0, ""), fail("b", t0, engine.Unknown)}, t0, 2.0 / 4, 1, 1},
-		{"success a half-life old", []engine.Evidence{ok("a", t0, "")}, t0.Add(30 * day), 1.5 / 2.5, 0.5, 0},
-		{"failure a half-life old", []engine.Evidence{ok("a", t0.Add(30*day), ""), fail("b", t0, engine.Timing)}, t0.Add(30 * day), 2 / 3.5, 1, 0.5},
-		{"same trace id counted once", []engine.Evidence{ok("a", t0, ""), ok("a", t0, ""), ok("a", t0, "")}, t0, 2.0 / 3, 1, 0},
+		{"one fresh success", []engine.Evidence{ok("a", t0, "s1")}, t0, 0.5, 1, 0},
+		{"three successes", []engine.Evidence{ok("a", t0, "s1"), ok("b", t0, "s1"), ok("c", t0, "s2")}, t0, 0.875, 3, 0},
+		{"one route failure", []engine.Evidence{fail("a", t0, engine.SelectorDrift)}, t0, 0, 0, 1},
+		{"network weighs 0.25", []engine.Evidence{ok("a", t0, ""), fail("b", t0, engine.Network)}, t0, 0.5 / 1.25, 1, 0.25},
+		{"gates weigh 0", []engine.Evidence{ok("a", t0, ""), fail("b", t0, engine.AntiBot), fail("c", t0, engine.AuthRequired), fail("d", t0, engine.PermissionDenied)}, t0, 0.5, 1, 0},
+		{"no-fault runs weigh 0", []engine.Evidence{ok("a", t0, ""), fail("b", t0, engine.Aborted), fail("c", t0, engine.PlannerError)}, t0, 0.5, 1, 0},
+		{"judged wrong weighs 3", []engine.Evidence{ok("a", t0, ""), ok("a2", t0, ""), fail("b", t0, engine.JudgedWrong)}, t0, 0.75 * 2 / 5, 2, 3},
+		{"unknown weighs 1", []engine.Evidence{ok("a", t0, ""), fail("b", t0, engine.Unknown)}, t0, 0.25, 1, 1},
+		{"success a half-life old", []engine.Evidence{ok("a", t0, "")}, t0.Add(30 * day), 1 - math.Sqrt(0.5), 0.5, 0},
+		{"failure a half-life old", []engine.Evidence{ok("a", t0.Add(30*day), ""), fail("b", t0, engine.Timing)}, t0.Add(30 * day), 0.5 / 1.5, 1, 0.5},
+		{"same trace id counted once", []engine.Evidence{ok("a", t0, ""), ok("a", t0, ""), ok("a", t0, "")}, t0, 0.5, 1, 0},
+		{"a lesson is no evidence", []engine.Evidence{ok("a", t0, ""), {Trace: "l", At: t0, Outcome: engine.Success}}, t0, 0.5, 1, 0},
 	}
 	for _, tt := range tests {
 		sc := engine.Confidence(tt.ev, tt.now, p)
@@ -76,7 +79,7 @@ func TestConfidenceNoEvidence(t *testing.T) {
 	if sc.Confidence != 0 || sc.Successes != 0 || sc.Failures != 0 {
 		t.Errorf("no evidence: %+v, want zero", sc)
 	}
-	if tier := engine.ChooseTier(sc, engine.Verified, false, p); tier != engine.P5 {
+	if tier, _ := engine.DecideTier(engine.TierBasis{Score: sc, Status: engine.Verified, PatternOK: true}, p); tier != engine.P5 {
 		t.Errorf("no evidence: tier %s, want P5", tier)
 	}
 }
@@ -116,7 +119,7 @@ func TestConfidenceOpenGate(t *testing.T) {
 	if sc.OpenGate != engine.AntiBot {
 		t.Errorf("reversed: OpenGate = %q, want anti_bot", sc.OpenGate)
 	}
-	if tier := engine.ChooseTier(engine.Score{Successes: 9, Confidence: 0.95, OpenGate: engine.AntiBot}, engine.Verified, false, p); tier != engine.P2 {
+	if tier, _ := engine.DecideTier(engine.TierBasis{Score: engine.Score{Successes: 9, Sessions: 2, Confidence: 0.95, OpenGate: engine.AntiBot}, Status: engine.Verified, PatternOK: true}, p); tier != engine.P2 {
 		t.Errorf("open gate: tier %s, want P2", tier)
 	}
 }
@@ -133,40 +136,15 @@ func TestConfidenceDecaysAtQueryTime(t *testing.T) {
 		}
 		prev = c
 	}
-	if fresh := engine.Confidence(ev, t0, p); engine.ChooseTier(fresh, engine.Verified, false, p) != engine.P1 {
-		t.Errorf("six fresh successes, verified: tier %s, want P1", engine.ChooseTier(fresh, engine.Verified, false, p))
+	tierOf := func(sc engine.Score) engine.Tier {
+		tier, _ := engine.DecideTier(engine.TierBasis{Score: sc, Status: engine.Verified, PatternOK: true}, p)
+		return tier
 	}
-	if old := engine.Confidence(ev, t0.AddDate(0, 3, 0), p); engine.ChooseTier(old, engine.Verified, false, p) == engine.P1 {
-		t.Errorf("three months later: still P1 (confidence %v)", old.Confidence)
+	if fresh := engine.Confidence(ev, t0, p); tierOf(fresh) != engine.P1 {
+		t.Errorf("six fresh successes, verified: tier %s, want P1", tierOf(fresh))
 	}
-}
-
-func TestChooseTier(t *testing.T) {
-	p := engine.DefaultPolicy()
-	sc := func(c float64) engine.Score { return engine.Score{Successes: 5, Confidence: c} }
-	tests := []struct {
-		c       float64
-		status  engine.Status
-		blocker bool
-		want    engine.Tier
-	}{
-		{0.85, engine.Verified, false, engine.P1},
-		{0.99, engine.Verified, false, engine.P1},
-		{0.8499, engine.Verified, false, engine.P2},
-		{0.90, engine.Candidate, false, engine.P2},
-		{0.90, engine.Hypothesis, false, engine.P2},
-		{0.90, engine.Contested, false, engine.P2},
-		{0.90, engine.Verified, true, engine.P2},
-		{0.60, engine.Candidate, false, engine.P2},
-		{0.5999, engine.Candidate, false, engine.P3},
-		{0.40, engine.Hypothesis, false, engine.P3},
-		{0.3999, engine.Hypothesis, false, engine.P4},
-		{0.10, engine.Verified, false, engine.P4},
-	}
-	for _, tt := range tests {
-		if got := engine.ChooseTier(sc(tt.c), tt.status, tt.blocker, p); got != tt.want {
-			t.Errorf("ChooseTier(%v, %s, blocker %v) = %s, want %s", tt.c, tt.status, tt.blocker, got, tt.want)
-		}
+	if old := engine.Confidence(ev, t0.AddDate(0, 6, 0), p); tierOf(old) == engine.P1 {
+		t.Errorf("six months later: still P1 (confidence %v)", old.Confidence)
 	}
 }
 

@@ -97,6 +97,10 @@ type SaveResult struct {
 	FactsStatus     Status          `json:"facts_status,omitempty"`
 	FactsRejected   bool            `json:"facts_rejected"`
 	FactsMessage    string          `json:"facts_message,omitempty"`
+	// Lesson: the save had no steps, only a facts patch. It is recorded for
+	// provenance and counts neither as a success nor as a failure.
+	Lesson  bool   `json:"lesson"`
+	Message string `json:"message,omitempty"`
 }
 
 // BuildTrace turns a request into the trace Save would store (redacted, with a
@@ -106,28 +110,37 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 	if in == nil {
 		in = &TraceInput{}
 	}
-	outcome := Outcome(strings.ToLower(firstNonEmpty(req.Outcome, in.Outcome, string(Success))))
+	if len(in.Steps) == 0 && req.Facts.Empty() {
+		return nil, fmt.Errorf("%w: nothing to save: give the run's steps in the trace (a run, evidence) or a facts patch with --facts (a lesson); a save with neither is no evidence of anything", ErrInvalid)
+	}
+	defOutcome := string(Success)
+	if in.ErrorMessage != "" {
+		defOutcome = string(Failure) // Browser4 tells a failure by its error_message
+	}
+	outcome := Outcome(strings.ToLower(firstNonEmpty(req.Outcome, in.Outcome, defOutcome)))
 	if outcome == "completed" || outcome == "ok" {
 		outcome = Success
 	}
 	if outcome == "failed" || outcome == "error" {
 		outcome = Failure
 	}
+	finalURL, finalTitle := in.FinalPageURL, in.FinalPageTitle
+	if in.FinalState != nil {
+		finalURL, finalTitle = firstNonEmpty(finalURL, in.FinalState.URL), firstNonEmpty(finalTitle, in.FinalState.Title)
+	}
 	t := &Trace{
 		Writer: in.Writer, Session: firstNonEmpty(req.Session, in.Session), Task: in.Task,
 		Intent:   firstNonEmpty(req.Intent, in.Intent, req.TaskType, in.TaskType, in.Task),
-		TaskType: firstNonEmpty(req.TaskType, in.TaskType), URL: req.URL,
+		TaskType: firstNonEmpty(req.TaskType, in.TaskType), URL: firstNonEmpty(req.URL, in.URL),
 		Outcome: outcome, Error: in.ErrorMessage, HTTPStatus: in.HTTPStatus, DurationMs: in.DurationMs,
 		PlannerCalls: in.PlannerCalls, Tier: Tier(in.Tier), Params: in.Params, FailureCategory: FailureCategory(in.FailureCategory),
-		Result: Result{Answer: in.Answer, FinalURL: in.FinalPageURL, FinalTitle: in.FinalPageTitle},
-	}
-	if t.URL == "" {
-		t.URL = in.URL
+		FactsRevision: in.FactsRevision,
+		Result:        Result{Answer: in.Answer, FinalURL: finalURL, FinalTitle: finalTitle},
 	}
 	if in.StartedAt != nil {
-		t.StartedAt = *in.StartedAt
+		t.StartedAt = in.StartedAt.Time
 	} else if in.Timestamp != nil {
-		t.StartedAt = *in.Timestamp
+		t.StartedAt = in.Timestamp.Time
 	}
 	if len(in.ExtractionResults) > 0 {
 		t.Result.Extracted = map[string]string{}
@@ -137,16 +150,27 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 	}
 	sensitive := map[int]bool{}
 	for i, s := range in.Steps {
-		ok := true
-		if s.OK != nil {
+		// Browser4's ActionStep has no ok: a failed step says so in its
+		// result, or the trace's error_message names its selector.
+		ok, stepErr := true, s.Error
+		switch {
+		case s.OK != nil:
 			ok = *s.OK
-		} else if s.Success != nil {
+		case s.Success != nil:
 			ok = *s.Success
-		} else if s.Error != "" {
+		case s.Error != "":
 			ok = false
+		case resultError(s.Result) != "":
+			ok, stepErr = false, resultError(s.Result)
+		case s.Selector != "" && in.ErrorMessage != "" && strings.Contains(in.ErrorMessage, s.Selector):
+			ok, stepErr = false, in.ErrorMessage
 		}
-		t.Steps = append(t.Steps, Step{Seq: s.Seq, Action: s.Action, Selector: s.Selector, Fallbacks: s.Fallbacks, Value: s.Value,
-			Param: s.Param, URL: s.URL, OK: ok, Error: s.Error, ErrorKind: s.ErrorKind, HTTPStatus: s.HTTPStatus,
+		seq := s.Seq
+		if seq == 0 {
+			seq = s.Sequence
+		}
+		t.Steps = append(t.Steps, Step{Seq: seq, Action: s.Action, Selector: s.Selector, Fallbacks: s.Fallbacks, Value: s.Value,
+			Param: s.Param, URL: s.URL, OK: ok, Error: stepErr, ErrorKind: s.ErrorKind, HTTPStatus: s.HTTPStatus,
 			Result: resultString(s.Result), DurationMs: s.DurationMs})
 		if s.Sensitive {
 			sensitive[i] = true
@@ -168,6 +192,9 @@ func (e *Engine) seal(t *Trace, sensitive map[int]bool) error {
 	n, err := NormalizeURL(t.URL)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if !strings.Contains(n.Domain, ".") && n.Domain != "localhost" {
+		return fmt.Errorf("%w: URL %q has no host: give the page's full URL, such as https://example.com/page", ErrInvalid, t.URL)
 	}
 	if !t.Outcome.Valid() {
 		return fmt.Errorf("%w: outcome %q: use success or failure", ErrInvalid, t.Outcome)
@@ -199,6 +226,9 @@ func (e *Engine) seal(t *Trace, sensitive map[int]bool) error {
 	}
 	if t.FailureCategory != "" && !t.FailureCategory.Valid() {
 		return fmt.Errorf("%w: failure_category %q is not one of %v", ErrInvalid, t.FailureCategory, FailureCategories)
+	}
+	if t.FailureCategory == JudgedWrong {
+		return fmt.Errorf("%w: failure_category judged_wrong comes only from a verdict: save the run, then pem experience feedback ID --verdict wrong", ErrInvalid)
 	}
 	for i := range t.Steps {
 		st := &t.Steps[i]
@@ -232,6 +262,9 @@ func (e *Engine) seal(t *Trace, sensitive map[int]bool) error {
 // Errors: ErrInvalid (wrapped) for a trace that cannot be saved, else the
 // store's.
 func (e *Engine) SaveTrace(ctx context.Context, t *Trace, sensitive map[int]bool) (*SaveResult, error) {
+	if len(t.Steps) == 0 {
+		return nil, fmt.Errorf("%w: nothing to save: a run that took no step is no evidence of anything", ErrInvalid)
+	}
 	if err := e.seal(t, sensitive); err != nil {
 		return nil, err
 	}
@@ -269,7 +302,10 @@ func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult,
 		return nil, fmt.Errorf("saving trace %s: %w", t.ID, err)
 	}
 	res := &SaveResult{Saved: true, ID: t.ID, Domain: t.Domain, Intent: t.Intent, IntentKey: t.IntentKey,
-		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory}
+		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory, Lesson: len(t.Steps) == 0}
+	if res.Lesson {
+		res.Message = "a lesson: the facts patch is applied and the save recorded for provenance; with no steps it is no evidence (neither a success nor a failure)"
+	}
 	if !facts.Empty() {
 		if err := e.patchFacts(ctx, t, facts, res); err != nil {
 			return res, err
@@ -470,17 +506,16 @@ func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, err
 		r.Warnings = append(r.Warnings, warnings...)
 		return r, nil
 	}
-	r := e.recall(en, n, cfg.Policy)
-	r.Match = MatchExact
+	match := MatchExact
 	if why != "" {
 		// Another task's route is a hint, never something to replay.
-		r.Match = MatchOverlap
+		match = MatchOverlap
 		if strings.TrimSpace(intent) == "" {
-			r.Match = MatchURL
+			match = MatchURL
 		}
-		if r.Tier == P1 || r.Tier == P2 {
-			r.Tier = P3
-		}
+	}
+	r := e.recall(en, n, match, cfg.Policy)
+	if why != "" {
 		r.Warnings = append(r.Warnings, why+"; tier capped at P3 (hints only)")
 	}
 	r.Warnings = append(r.Warnings, warnings...)
@@ -508,7 +543,7 @@ func (e *Engine) recallKey(ctx context.Context, domain, key, _ string) (*Recall,
 	if en == nil {
 		return emptyRecall(domain), nil
 	}
-	return e.recall(en, NormalizedURL{Domain: domain}, cfg.Policy), nil
+	return e.recall(en, NormalizedURL{Domain: domain}, MatchExact, cfg.Policy), nil
 }
 
 // pick chooses the entry for a query: with an intent, the exact key or else the
@@ -591,21 +626,45 @@ func (en *entry) evidence() []Evidence {
 	return ev
 }
 
-func (e *Engine) recall(en *entry, n NormalizedURL, p Policy) *Recall {
+// recall answers for one entry at n (n.Path "" : no URL to check the page
+// type against), found by match. The tier comes from DecideTier.
+func (e *Engine) recall(en *entry, n NormalizedURL, match string, p Policy) *Recall {
 	r := emptyRecall(n.Domain)
-	r.Intent, r.IntentKey = en.intent, en.key
-	sc := Confidence(en.evidence(), e.now(), p)
-	r.SuccessCount, r.FailureCount = sc.Successes, sc.Failures
+	r.Intent, r.IntentKey, r.Match = en.intent, en.key, match
+	ev := en.evidence()
+	sc := Confidence(ev, e.now(), p)
+	r.SuccessCount, r.FailureCount = sc.Successes, sc.Failures-sc.NoFault
+	r.LessonCount, r.ConfirmedCount = sc.Lessons, sc.Confirmed
+	for _, x := range ev {
+		if !x.IsRun() {
+			continue
+		}
+		switch x.Category {
+		case Aborted:
+			r.AbortedCount++
+		case PlannerError:
+			r.PlannerErrorCount++
+		case JudgedWrong:
+			r.JudgedWrongCount++
+		}
+	}
 	r.Confidence = round2(sc.Confidence)
 	r.Status = Hypothesis
 	var best Specificity
-	for _, pt := range en.patterns { // the most specific pattern that matches
+	patterns := dedupe(en.patterns)
+	for _, pt := range patterns { // the most specific pattern that matches
 		if sp, ok := MatchPattern(pt, n); ok && (r.URLPattern == "" || best.Less(sp)) {
 			r.URLPattern, best = pt, sp
 		}
 	}
-	if r.URLPattern == "" && len(en.patterns) > 0 {
-		r.URLPattern = en.patterns[0]
+	// The page-type guard: served above P3 only on a page type it was learned on.
+	basis := TierBasis{Score: sc, Match: match, MatchedIntent: en.intent, Patterns: patterns, PatternOK: true}
+	if n.Path != "" {
+		basis.QueryPattern = Pattern(n)
+		basis.PatternOK = r.URLPattern != "" || len(patterns) == 0
+	}
+	if r.URLPattern == "" && len(patterns) > 0 {
+		r.URLPattern = patterns[0]
 	}
 	openBlocker := false
 	if f := en.facts; f != nil {
@@ -660,7 +719,22 @@ func (e *Engine) recall(en *entry, n NormalizedURL, p Policy) *Recall {
 	if r.Source == "" {
 		r.Source = "traces"
 	}
-	r.Tier = ChooseTier(sc, r.Status, openBlocker, p)
+	basis.Status, basis.Revision, basis.OpenBlocker = r.Status, r.Revision, openBlocker
+	r.Tier, r.Reasons = DecideTier(basis, p)
+	r.basis = &basis
+	if !basis.PatternOK {
+		// Its route leads to another page type: never replayed here.
+		r.Warnings = append(r.Warnings, fmt.Sprintf("pattern_mismatch: the knowledge was learned on %s, not on %s; served as hints (P3 at most) without its route",
+			strings.Join(patterns, " "), basis.QueryPattern))
+		r.Steps = []Step{}
+	}
+	if sc.WrongHolds(r.Revision) {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("judged_wrong: run %s was judged wrong; capped at P3 until a newer run is judged right or the route changes", sc.OpenWrong))
+	}
+	if sc.Streak > 0 && r.Status == Verified {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("consecutive_failures: the last %d %s failed; %d in a row contest this entry at the next consolidation",
+			sc.Streak, plural(sc.Streak, "run", "runs"), p.ContestLastN))
+	}
 	if sc.OpenGate != "" {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("the latest run was stopped by %s: expect it again", sc.OpenGate))
 		r.KnownBlockers = MergeBlocker(r.KnownBlockers, Blocker{Type: string(sc.OpenGate), Note: "seen in the latest run"})
@@ -691,7 +765,14 @@ type ListEntry struct {
 	Status        Status     `json:"status"`
 	LastVerified  *time.Time `json:"last_verified,omitempty"`
 	SuccessCount  int        `json:"success_count"`
-	FailureCount  int        `json:"failure_count"`
+	FailureCount  int        `json:"failure_count"` // failures that count against the route (no-fault runs excluded)
+	// Runs the site is not to blame for (weight 0), lessons (no evidence),
+	// runs judged wrong and successes judged right by a verdict.
+	AbortedCount      int `json:"aborted_count"`
+	PlannerErrorCount int `json:"planner_error_count"`
+	LessonCount       int `json:"lesson_count"`
+	JudgedWrongCount  int `json:"judged_wrong_count"`
+	ConfirmedCount    int `json:"confirmed_count"`
 }
 
 // ListResult is the experience_list answer.
@@ -750,10 +831,12 @@ func (e *Engine) List(ctx context.Context, req ListRequest) (*ListResult, error)
 			if itf != "" && !strings.Contains(strings.ToLower(en.intent), itf) && !strings.Contains(en.key, itf) {
 				continue
 			}
-			r := e.recall(en, NormalizedURL{Domain: d}, cfg.Policy)
+			r := e.recall(en, NormalizedURL{Domain: d}, MatchExact, cfg.Policy)
 			le := ListEntry{Domain: d, Intent: en.intent, IntentKey: en.key, URLPatterns: dedupe(en.patterns),
 				TaskTypes: dedupe(en.types), Confidence: r.Confidence, RetrievalTier: r.Tier, Status: r.Status,
-				LastVerified: r.LastVerified, SuccessCount: r.SuccessCount, FailureCount: r.FailureCount}
+				LastVerified: r.LastVerified, SuccessCount: r.SuccessCount, FailureCount: r.FailureCount,
+				AbortedCount: r.AbortedCount, PlannerErrorCount: r.PlannerErrorCount, LessonCount: r.LessonCount,
+				JudgedWrongCount: r.JudgedWrongCount, ConfirmedCount: r.ConfirmedCount}
 			all = append(all, le)
 		}
 	}

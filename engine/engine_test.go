@@ -28,13 +28,29 @@ func starTrace(t *testing.T) *engine.TraceInput {
 	return in
 }
 
+// save saves req; a request with neither steps nor a facts patch gets one
+// step, so that it is a run (evidence) as the test means it.
 func save(t *testing.T, e *engine.Engine, req engine.SaveRequest) *engine.SaveResult {
 	t.Helper()
+	req = asRun(req)
 	res, err := e.Save(ctx, req)
 	if err != nil {
 		t.Fatalf("Save(%s, %q): %v", req.URL, req.Intent, err)
 	}
 	return res
+}
+
+// asRun gives a request with neither steps nor facts one step (a wait).
+func asRun(req engine.SaveRequest) engine.SaveRequest {
+	if req.Facts.Empty() && (req.Trace == nil || len(req.Trace.Steps) == 0) {
+		in := engine.TraceInput{}
+		if req.Trace != nil {
+			in = *req.Trace
+		}
+		in.Steps = []engine.StepInput{{Action: "wait"}}
+		req.Trace = &in
+	}
+	return req
 }
 
 func query(t *testing.T, e *engine.Engine, url, intent string) *engine.Recall {
@@ -57,16 +73,17 @@ func TestSaveThenQuery(t *testing.T) {
 	if want := "traces/github.com/" + t0.Format("2006-01-02") + "/" + res.ID + ".yaml"; res.TracePath != want {
 		t.Errorf("TracePath = %q, want %q", res.TracePath, want)
 	}
-	// The answer already includes the new trace: one success, (1+1)/(2+1).
-	if res.Confidence != 0.67 || res.RetrievalTier != engine.P2 {
-		t.Errorf("confidence %v tier %s, want 0.67 P2", res.Confidence, res.RetrievalTier)
+	// The answer already includes the new trace: a first success is 0.50,
+	// hints only (P3): P2 needs successes from two sessions.
+	if res.Confidence != 0.5 || res.RetrievalTier != engine.P3 {
+		t.Errorf("confidence %v tier %s, want 0.5 P3", res.Confidence, res.RetrievalTier)
 	}
 	if res.FactsMerged || res.FactsRejected || res.FactsStatus != "" {
 		t.Errorf("no patch sent, but facts fields set: %+v", res)
 	}
 
 	r := query(t, e, "https://github.com/pemdev/pem", "star count")
-	if r.Tier != engine.P2 || r.Confidence != 0.67 || r.Domain != "github.com" || r.IntentKey != "star-count" ||
+	if r.Tier != engine.P3 || r.Confidence != 0.5 || r.Domain != "github.com" || r.IntentKey != "star-count" ||
 		r.URLPattern != "/pemdev/pem" || r.Source != "traces" || r.SuccessCount != 1 || r.FailureCount != 0 || r.Status != engine.Hypothesis {
 		t.Errorf("Recall = %+v", r)
 	}
@@ -110,14 +127,14 @@ func TestSaveFailureClassified(t *testing.T) {
 	if res.Outcome != engine.Failure || res.FailureCategory != engine.SelectorDrift {
 		t.Errorf("failure saved as %s/%s, want failure/selector_drift", res.Outcome, res.FailureCategory)
 	}
-	if res.Confidence != 0.5 || res.RetrievalTier != engine.P3 {
-		t.Errorf("after 1 success and 1 route failure: %v %s, want 0.50 P3", res.Confidence, res.RetrievalTier)
+	if res.Confidence != 0.25 || res.RetrievalTier != engine.P4 {
+		t.Errorf("after 1 success and 1 route failure: %v %s, want 0.25 P4", res.Confidence, res.RetrievalTier)
 	}
 	// A gate does not count against the route but is reported as a blocker.
 	res = save(t, e, engine.SaveRequest{URL: "https://example.com/item/4031", Intent: "buy item", Outcome: "failure",
 		Trace: &engine.TraceInput{HTTPStatus: 429}})
-	if res.FailureCategory != engine.AntiBot || res.Confidence != 0.5 {
-		t.Errorf("gate: %s %v, want anti_bot, confidence unchanged 0.50", res.FailureCategory, res.Confidence)
+	if res.FailureCategory != engine.AntiBot || res.Confidence != 0.25 {
+		t.Errorf("gate: %s %v, want anti_bot, confidence unchanged 0.25", res.FailureCategory, res.Confidence)
 	}
 	r := query(t, e, "https://example.com/item/77", "buy item")
 	if r.FailureCount != 2 || len(r.KnownBlockers) != 1 || r.KnownBlockers[0].Type != "anti_bot" {
@@ -261,7 +278,7 @@ func TestQueryIntentMatching(t *testing.T) {
 		Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "get_text", Selector: "#pr-count"}}}})
 
 	r := query(t, e, "https://github.com/pemdev/pem/issues", "open issues count")
-	if r.IntentKey != "open-issues-count" || len(r.Warnings) != 0 || r.Match != engine.MatchExact || r.Tier != engine.P2 {
+	if r.IntentKey != "open-issues-count" || len(r.Warnings) != 0 || r.Match != engine.MatchExact || r.Tier != engine.P3 {
 		t.Errorf("exact: %+v", r)
 	}
 	r = query(t, e, "https://github.com/pemdev/pem/issues", "How many open issues? count them")
@@ -351,11 +368,11 @@ func TestConfidenceDecaysAfterReload(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		last = save(t, e, engine.SaveRequest{URL: "https://github.com/pemdev/pem", Trace: starTrace(t), Session: fmt.Sprintf("s%d", i%2)})
 	}
-	if last.Confidence != 0.88 {
-		t.Fatalf("six fresh successes: %v, want 0.88", last.Confidence)
+	if last.Confidence != 0.98 {
+		t.Fatalf("six fresh successes: %v, want 0.98", last.Confidence)
 	}
 	prev := last.Confidence
-	for _, days := range []int{1, 30, 90} {
+	for _, days := range []int{10, 30, 90} {
 		later := testEngine(st, t0.AddDate(0, 0, days))
 		r := query(t, later, "https://github.com/pemdev/pem", "star count")
 		if r.Confidence >= prev {
@@ -363,9 +380,9 @@ func TestConfidenceDecaysAfterReload(t *testing.T) {
 		}
 		prev = r.Confidence
 	}
-	// 30 days = one half-life: S = 3, (1+3)/(2+3) = 0.8.
-	if r := query(t, testEngine(st, t0.AddDate(0, 0, 30)), "https://github.com/pemdev/pem", "star count"); r.Confidence != 0.8 {
-		t.Errorf("one half-life later: %v, want 0.80", r.Confidence)
+	// 30 days = one half-life: S = 3, 1 − 0.5³ = 0.875.
+	if r := query(t, testEngine(st, t0.AddDate(0, 0, 30)), "https://github.com/pemdev/pem", "star count"); r.Confidence != 0.88 {
+		t.Errorf("one half-life later: %v, want 0.88", r.Confidence)
 	}
 
 	// Fold the traces into experience, as consolidation does: the answer is
@@ -381,14 +398,14 @@ func TestConfidenceDecaysAfterReload(t *testing.T) {
 	}
 	st.PutExperience(ctx, x)
 	later := testEngine(st, t0.AddDate(0, 0, 30))
-	if r := query(t, later, "https://github.com/pemdev/pem", "star count"); r.Confidence != 0.8 || r.SuccessCount != 6 {
-		t.Errorf("half folded: confidence %v, %d successes; want 0.80 and 6", r.Confidence, r.SuccessCount)
+	if r := query(t, later, "https://github.com/pemdev/pem", "star count"); r.Confidence != 0.88 || r.SuccessCount != 6 {
+		t.Errorf("half folded: confidence %v, %d successes; want 0.88 and 6", r.Confidence, r.SuccessCount)
 	}
 	for _, ref := range refs[:4] { // the TTL removes folded traces; the evidence stays
 		st.DeleteTrace(ctx, ref)
 	}
-	if r := query(t, later, "https://github.com/pemdev/pem", "star count"); r.Confidence != 0.8 || r.SuccessCount != 6 {
-		t.Errorf("after the TTL: confidence %v, %d successes; want 0.80 and 6", r.Confidence, r.SuccessCount)
+	if r := query(t, later, "https://github.com/pemdev/pem", "star count"); r.Confidence != 0.88 || r.SuccessCount != 6 {
+		t.Errorf("after the TTL: confidence %v, %d successes; want 0.88 and 6", r.Confidence, r.SuccessCount)
 	}
 }
 
@@ -421,7 +438,7 @@ func TestList(t *testing.T) {
 		t.Errorf("order %v, want %v", order, want)
 	}
 	star := res.Entries[3]
-	if star.SuccessCount != 1 || star.FailureCount != 1 || star.Confidence != 0.5 || star.RetrievalTier != engine.P3 || star.Status != engine.Hypothesis ||
+	if star.SuccessCount != 1 || star.FailureCount != 1 || star.Confidence != 0.25 || star.RetrievalTier != engine.P4 || star.Status != engine.Hypothesis ||
 		!reflect.DeepEqual(star.URLPatterns, []string{"/pemdev/pem"}) || !reflect.DeepEqual(star.TaskTypes, []string{"repo_info"}) || star.Intent != "star count" {
 		t.Errorf("star entry = %+v", star)
 	}
@@ -506,7 +523,7 @@ func TestNoTree(t *testing.T) {
 	st := storetest.NewMemStore()
 	st.SetNoTree(true)
 	e := testEngine(st, t0)
-	if _, err := e.Save(ctx, engine.SaveRequest{URL: "https://example.com/"}); !errors.Is(err, engine.ErrNoTree) {
+	if _, err := e.Save(ctx, asRun(engine.SaveRequest{URL: "https://example.com/"})); !errors.Is(err, engine.ErrNoTree) {
 		t.Errorf("Save: %v, want ErrNoTree", err)
 	}
 	if len(st.RawTraces()) != 0 {
@@ -579,11 +596,12 @@ func TestConcurrentSaves(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			req := engine.SaveRequest{URL: "https://example.com/", Intent: fmt.Sprintf("task %d", i%4)}
+			req := engine.SaveRequest{URL: "https://example.com/", Intent: fmt.Sprintf("task %d", i%4),
+				Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "wait"}}}}
 			if i%3 == 0 {
 				req.Facts = p
 			}
-			if _, err := e.Save(ctx, req); err != nil {
+			if _, err := e.Save(ctx, asRun(req)); err != nil {
 				errs <- err
 			}
 			if _, err := e.Query(ctx, "https://example.com/", "task 1"); err != nil {

@@ -58,16 +58,17 @@ func ExampleConfidence() {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var ev []engine.Evidence
 	for i := 0; i < 6; i++ {
-		ev = append(ev, engine.Evidence{Trace: fmt.Sprint(i), At: start, Outcome: engine.Success, Session: fmt.Sprint(i % 2)})
+		ev = append(ev, engine.Evidence{Trace: fmt.Sprint(i), At: start, Outcome: engine.Success, Session: fmt.Sprint(i % 2), Steps: 3})
 	}
 	for _, age := range []time.Duration{0, 30 * day, 90 * day} {
 		sc := engine.Confidence(ev, start.Add(age), p)
-		fmt.Printf("%.3f %s\n", sc.Confidence, engine.ChooseTier(sc, engine.Verified, false, p))
+		tier, _ := engine.DecideTier(engine.TierBasis{Score: sc, Status: engine.Verified, PatternOK: true}, p)
+		fmt.Printf("%.3f %s\n", sc.Confidence, tier)
 	}
 	// Output:
+	// 0.984 P1
 	// 0.875 P1
-	// 0.800 P2
-	// 0.636 P2
+	// 0.405 P3
 }
 
 func ExampleFacts_Apply() {

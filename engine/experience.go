@@ -18,6 +18,7 @@ type Experience struct {
 	Attempts      int                       `yaml:"attempts" json:"attempts"`
 	Successes     int                       `yaml:"successes" json:"successes"`
 	Failures      int                       `yaml:"failures" json:"failures"`
+	Lessons       int                       `yaml:"lessons,omitempty" json:"lessons,omitempty"` // saves with no steps: provenance, no evidence
 	ByCategory    map[FailureCategory]int   `yaml:"by_category,omitempty" json:"by_category,omitempty"`
 	Patterns      map[string]*Counts        `yaml:"patterns,omitempty" json:"patterns,omitempty"`
 	Selectors     map[string]*SelectorStats `yaml:"selectors,omitempty" json:"selectors,omitempty"`
@@ -110,12 +111,16 @@ func (x *Experience) Fold(t *Trace) bool {
 // Recount derives the totals from Evidence (and leaves Selectors, which only
 // Fold and Merge move).
 func (x *Experience) Recount() {
-	x.Attempts, x.Successes, x.Failures = 0, 0, 0
+	x.Attempts, x.Successes, x.Failures, x.Lessons = 0, 0, 0, 0
 	x.ByCategory = nil
 	x.Patterns = nil
 	x.LastSuccessAt, x.LastFailureAt = time.Time{}, time.Time{}
 	var steps, dur float64
 	for _, e := range x.Evidence {
+		if !e.IsRun() {
+			x.Lessons++
+			continue
+		}
 		x.Attempts++
 		steps += float64(e.Steps)
 		dur += float64(e.DurationMs)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -24,12 +25,13 @@ type TraceInput struct {
 	URL               string            `json:"url"`
 	Steps             []StepInput       `json:"steps"`
 	Outcome           string            `json:"outcome"`
-	Timestamp         *time.Time        `json:"timestamp"`
-	StartedAt         *time.Time        `json:"started_at"`
+	Timestamp         *FlexTime         `json:"timestamp"`
+	StartedAt         *FlexTime         `json:"started_at"`
 	ExtractionResults map[string]any    `json:"extraction_results"`
 	Answer            string            `json:"answer"`
 	FinalPageURL      string            `json:"final_page_url"`
 	FinalPageTitle    string            `json:"final_page_title"`
+	FinalState        *FinalState       `json:"final_state"` // Browser4's {url, title}
 	ErrorMessage      string            `json:"error_message"`
 	DurationMs        int64             `json:"duration_ms"`
 	Session           string            `json:"session"`
@@ -37,6 +39,7 @@ type TraceInput struct {
 	HTTPStatus        int               `json:"http_status"`
 	PlannerCalls      int               `json:"planner_calls"`
 	Tier              string            `json:"tier"`
+	FactsRevision     string            `json:"facts_revision"`
 	Params            []string          `json:"params"`
 	Writer            string            `json:"writer"`
 	Metadata          map[string]string `json:"metadata"`
@@ -44,21 +47,70 @@ type TraceInput struct {
 
 // StepInput is one step as callers send it.
 type StepInput struct {
-	Seq        int      `json:"seq"`
-	Action     string   `json:"action"`
-	Selector   string   `json:"selector"`
-	Fallbacks  []string `json:"fallbacks"`
-	Value      string   `json:"value"`
-	Param      string   `json:"param"`
-	URL        string   `json:"url"`
-	Result     any      `json:"result"`
-	OK         *bool    `json:"ok"`
-	Success    *bool    `json:"success"`
-	Error      string   `json:"error"`
-	ErrorKind  string   `json:"error_kind"`
-	HTTPStatus int      `json:"http_status"`
-	DurationMs int64    `json:"duration_ms"`
-	Sensitive  bool     `json:"sensitive"` // the value is a secret: never stored
+	Seq        int       `json:"seq"`
+	Sequence   int       `json:"sequence"`  // Browser4's name for seq
+	Timestamp  *FlexTime `json:"timestamp"` // Browser4: when the step ran (not stored)
+	Action     string    `json:"action"`
+	Selector   string    `json:"selector"`
+	Fallbacks  []string  `json:"fallbacks"`
+	Value      string    `json:"value"`
+	Param      string    `json:"param"`
+	URL        string    `json:"url"`
+	Result     any       `json:"result"`
+	OK         *bool     `json:"ok"`
+	Success    *bool     `json:"success"`
+	Error      string    `json:"error"`
+	ErrorKind  string    `json:"error_kind"`
+	HTTPStatus int       `json:"http_status"`
+	DurationMs int64     `json:"duration_ms"`
+	Sensitive  bool      `json:"sensitive"` // the value is a secret: never stored
+}
+
+// FinalState is Browser4's final page of a run.
+type FinalState struct {
+	URL   string `json:"url"`
+	Title string `json:"title"`
+}
+
+// FlexTime is a time as callers send it: RFC 3339 text or Unix milliseconds
+// (Browser4's timestamps).
+type FlexTime struct{ time.Time }
+
+// UnmarshalJSON reads RFC 3339 text or a number of Unix milliseconds.
+func (f *FlexTime) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var t time.Time
+		if err := json.Unmarshal(b, &t); err != nil {
+			return fmt.Errorf("a time must be RFC 3339 text or Unix milliseconds: %v", err)
+		}
+		f.Time = t
+		return nil
+	}
+	var ms int64
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return fmt.Errorf("a time must be RFC 3339 text or Unix milliseconds: %v", err)
+	}
+	f.Time = time.UnixMilli(ms).UTC()
+	return nil
+}
+
+// resultErrorRe matches a step result that reports a failure, as Browser4
+// records it ("error: element not found", "failed to click", an exception name
+// such as TimeoutException). A bare word read from a page ("Failed", a build
+// status) is not an error.
+var resultErrorRe = regexp.MustCompile(`(?i:^\s*(error|exception|failure)\s*[:!]|^\s*failed\s+(to|with|:|on)\b)|\b[A-Z][A-Za-z]*(Exception|Error)\b`)
+
+// resultError returns the result text when it reports a failure, else "".
+func resultError(v any) string {
+	s, ok := v.(string)
+	if !ok {
+		return ""
+	}
+	if resultErrorRe.MatchString(s) {
+		return strings.TrimSpace(s)
+	}
+	return ""
 }
 
 // Caps on input, checked before anything is written.

@@ -133,7 +133,7 @@ func TestBuildTraceOutcomes(t *testing.T) {
 		{"maybe", "", "", true},
 	}
 	for _, tt := range tests {
-		tr, err := e.BuildTrace(engine.SaveRequest{URL: "https://example.com/", Outcome: tt.req, Trace: &engine.TraceInput{Outcome: tt.trace}})
+		tr, err := e.BuildTrace(engine.SaveRequest{URL: "https://example.com/", Outcome: tt.req, Trace: &engine.TraceInput{Outcome: tt.trace, Steps: oneStep}})
 		if tt.wantErr {
 			if !errors.Is(err, engine.ErrInvalid) {
 				t.Errorf("outcome %q: err = %v, want ErrInvalid", tt.req, err)
@@ -173,6 +173,9 @@ func TestBuildTrace(t *testing.T) {
 	}
 }
 
+// oneStep makes a trace a run.
+var oneStep = []engine.StepInput{{Action: "wait"}}
+
 func TestBuildTraceFailure(t *testing.T) {
 	e := testEngine(nil, t0)
 	f := false
@@ -194,12 +197,12 @@ func TestBuildTraceFailure(t *testing.T) {
 		t.Errorf("step with error: ok=%v category=%q err=%v; want failed, timing", tr.Steps[0].OK, tr.FailureCategory, err)
 	}
 	// A declared category is checked.
-	_, err = e.BuildTrace(engine.SaveRequest{URL: "https://example.com/", Outcome: "failure", Trace: &engine.TraceInput{FailureCategory: "gremlins"}})
+	_, err = e.BuildTrace(engine.SaveRequest{URL: "https://example.com/", Outcome: "failure", Trace: &engine.TraceInput{FailureCategory: "gremlins", Steps: oneStep}})
 	if !errors.Is(err, engine.ErrInvalid) {
 		t.Errorf("bogus category: %v, want ErrInvalid", err)
 	}
 	// A success carries no category even if one was sent.
-	tr, err = e.BuildTrace(engine.SaveRequest{URL: "https://example.com/", Trace: &engine.TraceInput{FailureCategory: "timing"}})
+	tr, err = e.BuildTrace(engine.SaveRequest{URL: "https://example.com/", Trace: &engine.TraceInput{FailureCategory: "timing", Steps: oneStep}})
 	if err != nil || tr.FailureCategory != "" {
 		t.Errorf("success with category: %q, %v", tr.FailureCategory, err)
 	}
@@ -215,14 +218,16 @@ func TestBuildTraceRefuses(t *testing.T) {
 		"unknown action":  {URL: "https://example.com/", Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "teleport"}}}},
 		"long intent":     {URL: "https://example.com/", Intent: strings.Repeat("x", engine.MaxIntent+1)},
 		"two-line intent": {URL: "https://example.com/", Intent: "a\nb"},
-		"future":          {URL: "https://example.com/", Trace: &engine.TraceInput{Timestamp: &future}},
+		"future":          {URL: "https://example.com/", Trace: &engine.TraceInput{Timestamp: &engine.FlexTime{Time: future}, Steps: []engine.StepInput{{Action: "click"}}}},
+		"nothing to save": {URL: "https://example.com/", Trace: &engine.TraceInput{}},
+		"notaurl":         {URL: "notaurl", Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "click"}}}},
 	} {
 		if _, err := e.BuildTrace(req); !errors.Is(err, engine.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
 	}
 	// The URL may come from the trace.
-	if tr, err := e.BuildTrace(engine.SaveRequest{Trace: &engine.TraceInput{URL: "https://example.com/a"}}); err != nil || tr.Domain != "example.com" {
+	if tr, err := e.BuildTrace(engine.SaveRequest{Trace: &engine.TraceInput{URL: "https://example.com/a", Steps: oneStep}}); err != nil || tr.Domain != "example.com" {
 		t.Errorf("URL from the trace: %v, %v", tr, err)
 	}
 }

@@ -23,11 +23,18 @@ type Policy struct {
 	VerifiedLastN       int     `yaml:"verified_last_n" json:"verified_last_n"`
 	VerifiedSessions    int     `yaml:"verified_sessions" json:"verified_sessions"`
 	ContestBelow        float64 `yaml:"contest_below" json:"contest_below"`
+	ContestLastN        int     `yaml:"contest_last_n" json:"contest_last_n"` // a verified entry whose last N outcomes failed is contested
 	AnswerSessions      int     `yaml:"answer_sessions" json:"answer_sessions"`
+
+	// The trust ladder (docs/data-model.md, "Confidence").
+	FirstSuccessConfidence float64 `yaml:"first_success_confidence" json:"first_success_confidence"` // confidence after one success
+	P2Sessions             int     `yaml:"p2_sessions" json:"p2_sessions"`                           // P2 needs successes from this many sessions
+	VerifiedNeedsVerdict   bool    `yaml:"verified_needs_verdict" json:"verified_needs_verdict"`     // verified needs a success confirmed by a verdict
 
 	// Failure weights by kind: the route's own fault, the environment's.
 	RouteFailureWeight       float64 `yaml:"route_failure_weight" json:"route_failure_weight"`
 	EnvironmentFailureWeight float64 `yaml:"environment_failure_weight" json:"environment_failure_weight"`
+	JudgedWrongWeight        float64 `yaml:"judged_wrong_weight" json:"judged_wrong_weight"` // a run a verdict judged wrong
 
 	MemoryMaxChars int `yaml:"memory_max_chars" json:"memory_max_chars"`
 }
@@ -47,9 +54,14 @@ func DefaultPolicy() Policy {
 		VerifiedLastN:            3,
 		VerifiedSessions:         2,
 		ContestBelow:             0.60,
+		ContestLastN:             3,
 		AnswerSessions:           2,
+		FirstSuccessConfidence:   0.50,
+		P2Sessions:               2,
+		VerifiedNeedsVerdict:     false,
 		RouteFailureWeight:       1.0,
 		EnvironmentFailureWeight: 0.25,
+		JudgedWrongWeight:        3,
 		MemoryMaxChars:           2000,
 	}
 }
@@ -80,10 +92,16 @@ func (p Policy) Validate() error {
 		return bad("verified_sessions", p.VerifiedSessions)
 	case p.ContestBelow <= 0 || p.ContestBelow > p.VerifiedConfidence:
 		return bad("contest_below", p.ContestBelow)
+	case p.ContestLastN < 0:
+		return bad("contest_last_n", p.ContestLastN)
 	case p.AnswerSessions < 1:
 		return bad("answer_sessions", p.AnswerSessions)
-	case p.RouteFailureWeight < 0 || p.EnvironmentFailureWeight < 0:
-		return bad("failure weights", fmt.Sprint(p.RouteFailureWeight, p.EnvironmentFailureWeight))
+	case p.FirstSuccessConfidence <= 0 || p.FirstSuccessConfidence >= 1:
+		return bad("first_success_confidence", p.FirstSuccessConfidence)
+	case p.P2Sessions < 1:
+		return bad("p2_sessions", p.P2Sessions)
+	case p.RouteFailureWeight < 0 || p.EnvironmentFailureWeight < 0 || p.JudgedWrongWeight < 0:
+		return bad("failure weights", fmt.Sprint(p.RouteFailureWeight, p.EnvironmentFailureWeight, p.JudgedWrongWeight))
 	case p.MemoryMaxChars < 200:
 		return bad("memory_max_chars", p.MemoryMaxChars)
 	}
@@ -91,11 +109,15 @@ func (p Policy) Validate() error {
 }
 
 // FailureWeight is how much one failure of category c counts against the route.
-// Gates count 0: they become blockers instead.
+// Gates count 0: they become blockers instead; runs the site is not to blame
+// for (aborted, planner_error) count 0; a run judged wrong counts
+// JudgedWrongWeight.
 func (p Policy) FailureWeight(c FailureCategory) float64 {
 	switch {
-	case c.IsGate():
+	case c.IsGate(), c.IsNoFault():
 		return 0
+	case c == JudgedWrong:
+		return p.JudgedWrongWeight
 	case c == Network:
 		return p.EnvironmentFailureWeight
 	default:

@@ -31,15 +31,25 @@ type Recall struct {
 	LastVerified     *time.Time          `json:"last_verified,omitempty"`
 	SuccessCount     int                 `json:"success_count"`
 	FailureCount     int                 `json:"failure_count"`
-	Source           string              `json:"source,omitempty"` // "facts" or "traces" (not yet consolidated)
-	Match            string              `json:"match,omitempty"`  // exact, overlap or url (see MatchExact)
+	// Reasons say why the tier: one line per condition that decided it and per
+	// unmet condition of the next tier up (DecideTier).
+	Reasons           []string `json:"reasons"`
+	AbortedCount      int      `json:"aborted_count,omitempty"`
+	PlannerErrorCount int      `json:"planner_error_count,omitempty"`
+	LessonCount       int      `json:"lesson_count,omitempty"`
+	JudgedWrongCount  int      `json:"judged_wrong_count,omitempty"`
+	ConfirmedCount    int      `json:"confirmed_count,omitempty"`
+	Source            string   `json:"source,omitempty"` // "facts" or "traces" (not yet consolidated)
+	Match             string   `json:"match,omitempty"`  // exact, overlap or url (see MatchExact)
+
+	basis *TierBasis // what the tier was decided from (Apply re-decides it)
 }
 
 // emptyRecall is P5 with empty (not null) lists, so JSON consumers can iterate.
 func emptyRecall(domain string) *Recall {
 	return &Recall{Tier: P5, Domain: domain, PrimarySelectors: map[string]string{}, Steps: []Step{},
 		KnownBlockers: []Blocker{}, AntiPatterns: []string{}, InteractionHints: []string{},
-		Answers: []Answer{}, Warnings: []string{}}
+		Answers: []Answer{}, Warnings: []string{}, Reasons: []string{"P5: nothing known for this site and intent"}}
 }
 
 // maxQuoted caps one stored string in the Memory section.
@@ -89,6 +99,9 @@ func RenderMemory(r *Recall, maxChars int) string {
 		MemoryNotice,
 		fmt.Sprintf("- %s, confidence %.2f, status %s, for %s on %s %s", r.Tier, r.Confidence, statusWord(r.Status), quote(r.Intent), quote(r.Domain), quote(r.URLPattern)),
 		"- how to use: " + tierAdvice(r.Tier),
+	}
+	if len(r.Reasons) > 0 {
+		head = append(head, "- why this tier: "+quote(r.Reasons[0]))
 	}
 	var body []string
 	if len(r.Steps) > 0 {

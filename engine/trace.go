@@ -40,6 +40,7 @@ type Trace struct {
 	DurationMs      int64           `yaml:"duration_ms,omitempty" json:"duration_ms,omitempty"`
 	PlannerCalls    int             `yaml:"planner_calls,omitempty" json:"planner_calls,omitempty"`
 	Tier            Tier            `yaml:"tier,omitempty" json:"tier,omitempty"`
+	FactsRevision   string          `yaml:"facts_revision,omitempty" json:"facts_revision,omitempty"` // the facts revision the run was served
 	Params          []string        `yaml:"params,omitempty" json:"params,omitempty"`
 	Steps           []Step          `yaml:"steps,omitempty" json:"steps,omitempty"`
 	Result          Result          `yaml:"result,omitempty" json:"result,omitempty"`

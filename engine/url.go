@@ -19,21 +19,31 @@ var ErrBadURL = errors.New("bad URL")
 // maxURL caps a URL's length, raw and normalized.
 const maxURL = 8192
 
-// trackingParams are query keys that never change what a page shows.
-var trackingParams = map[string]bool{
+// volatileParams are query keys that never change what kind of page is shown:
+// tracking (utm_* too), and per-visit session, query and click ids. They are
+// dropped by NormalizeURL, so one page type has one pattern (Amazon's
+// "/s?k=*&qid=*" is "/s?k=*"). The one list of them.
+var volatileParams = map[string]bool{
+	// tracking and attribution
 	"ref": true, "ref_src": true, "ref_url": true, "fbclid": true, "gclid": true, "dclid": true,
 	"gbraid": true, "wbraid": true, "msclkid": true, "mc_cid": true, "mc_eid": true, "igshid": true,
-	"yclid": true, "_ga": true, "_gl": true, "spm": true, "si": true, "pf_rd_p": true, "pf_rd_r": true,
+	"yclid": true, "_ga": true, "_gl": true, "_gid": true, "spm": true, "si": true, "pf_rd_p": true, "pf_rd_r": true,
 	"pd_rd_r": true, "pd_rd_w": true, "pd_rd_wg": true, "psc": true, "smid": true, "tag": true,
-	"linkcode": true, "campaign": true, "trk": true, "source": true,
+	"linkcode": true, "campaign": true, "trk": true, "source": true, "_hsenc": true, "_hsmi": true,
+	"mkt_tok": true, "oly_anon_id": true, "oly_enc_id": true, "vero_id": true, "wickedid": true,
+	// per-visit query, search-result and click ids
+	"qid": true, "sr": true, "crid": true, "sprefix": true, "ved": true, "ei": true, "clickid": true, "click_id": true,
+	// session ids
+	"sid": true, "sessionid": true, "session_id": true, "jsessionid": true, "phpsessid": true, "aspsessionid": true,
 }
 
 // trackingSegment matches tracking path segments such as Amazon's "/ref=sr_1_1".
 var trackingSegment = regexp.MustCompile(`^ref=[^/]*$`)
 
-func isTrackingParam(k string) bool {
+// isVolatileParam reports whether a query key is dropped by normalization.
+func isVolatileParam(k string) bool {
 	k = strings.ToLower(k)
-	return trackingParams[k] || strings.HasPrefix(k, "utm_")
+	return volatileParams[k] || strings.HasPrefix(k, "utm_")
 }
 
 // NormalizedURL is a URL reduced to what identifies the page.
@@ -45,8 +55,8 @@ type NormalizedURL struct {
 }
 
 // NormalizeURL canonicalizes raw: lower-case host, "www." stripped, IDNA to
-// punycode, default port dropped, fragment and tracking parameters and tracking
-// path segments dropped, remaining query keys sorted. It is idempotent. A URL
+// punycode, default port dropped, fragment, volatile parameters (tracking,
+// session, query and click ids: volatileParams) and tracking path segments dropped, remaining query keys sorted. It is idempotent. A URL
 // without a scheme is read as https.
 func NormalizeURL(raw string) (NormalizedURL, error) {
 	raw = strings.TrimSpace(raw)
@@ -97,7 +107,7 @@ func NormalizeURL(raw string) (NormalizedURL, error) {
 
 	q := url.Values{}
 	for k, vs := range u.Query() {
-		if isTrackingParam(k) {
+		if isVolatileParam(k) {
 			continue
 		}
 		q[k] = vs

@@ -39,6 +39,7 @@ func TestNormalizeURL(t *testing.T) {
 		{"click ids dropped", "https://example.com/a?fbclid=1&gclid=2&msclkid=3&ref=home", "https://example.com/a", "example.com", "/a"},
 		{"significant keys kept and sorted", "https://example.com/s?q=shoes&b=2&a=1&utm_source=x", "https://example.com/s?a=1&b=2&q=shoes", "example.com", "/s"},
 		{"repeated values kept", "https://example.com/s?tag2=b&tag2=a", "https://example.com/s?tag2=b&tag2=a", "example.com", "/s"},
+		{"volatile session, query and click ids dropped", "https://www.amazon.com/s?k=widgets&qid=1712345678&sr=8-1&crid=2X9&sprefix=wid&sid=abc&JSESSIONID=x&_ga=1.2", "https://amazon.com/s?k=widgets", "amazon.com", "/s"},
 		{"tracking path segment dropped", "https://www.amazon.com/dp/B0012345/ref=sr_1_1?keywords=x", "https://amazon.com/dp/B0012345?keywords=x", "amazon.com", "/dp/B0012345"},
 		{"%2F kept as-is", "https://example.com/files/a%2Fb/c", "https://example.com/files/a%2Fb/c", "example.com", "/files/a%2Fb/c"},
 		{"space escaped", "https://example.com/a b", "https://example.com/a%20b", "example.com", "/a%20b"},
@@ -152,6 +153,7 @@ func TestPattern(t *testing.T) {
 		{"https://github.com/golang/go/issues/4819", "/golang/go/issues/*"},
 		{"https://example.com/s?k=shoes", "/s?k=*"},
 		{"https://example.com/s?k=shoes&utm_source=mail", "/s?k=*"},
+		{"https://www.amazon.com/s?k=widgets&qid=1712345678&sr=8-1", "/s?k=*"}, // one pattern per page type
 		{"https://example.com/s?q=x&a=1", "/s?a=*&q=*"},
 		{"https://example.com/s?k=", "/s?k=*"},
 		{"https://example.com", "/"},

@@ -83,6 +83,14 @@ func (s *Store) Check(ctx context.Context) []error {
 			}
 		}
 	}
+	for _, d := range entries(verdictsDir, true, checkDomain) {
+		for _, id := range entries(verdictsDir+"/"+d, true, checkTraceID) {
+			dir := verdictsDir + "/" + d + "/" + id
+			for _, name := range entries(dir, false, yamlName(checkKey)) {
+				checkOne(dir+"/"+name, KindVerdict, verdictDecoder(d, id, strings.TrimSuffix(name, yamlExt)))
+			}
+		}
+	}
 	for _, top := range []string{experienceDir, factsDir} {
 		for _, d := range entries(top, true, checkDomain) {
 			for _, name := range entries(top+"/"+d, false, yamlName(checkKey)) {

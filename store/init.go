@@ -19,12 +19,12 @@ const configHeader = `# pem knowledge tree, format 1 (see docs/data-model.md).
 `
 
 // gitattributes makes the layout merge in pull requests (DESIGN §2): derived
-// and trace files collapse in review; experience and facts use pem's merge driver.
+// and trace and verdict files collapse in review; experience and facts use pem's merge driver.
 const gitattributes = GitAttributes
 
 // GitAttributes are the lines of the tree's .gitattributes, which
 // gitrepo.(*Repo).InstallMergeDriver adds to an existing tree.
-const GitAttributes = "experience/** linguist-generated=true merge=pem\ntraces/** linguist-generated=true\nfacts/** merge=pem\n"
+const GitAttributes = "experience/** linguist-generated=true merge=pem\ntraces/** linguist-generated=true\nverdicts/** linguist-generated=true\nfacts/** merge=pem\n"
 
 // gitignore keeps the lock file and leftover temporary files out of git.
 const gitignore = ".pem.lock\n*.tmp\n"

@@ -97,6 +97,7 @@ const (
 	tracesDir     = "traces"
 	experienceDir = "experience"
 	factsDir      = "facts"
+	verdictsDir   = "verdicts"
 	lockFile      = ".pem.lock"
 	yamlExt       = ".yaml"
 )
@@ -119,6 +120,12 @@ func FactsPath(domain, key string) string { return factsDir + "/" + domain + "/"
 // ExperiencePath returns experience/<domain>/<key>.yaml.
 func ExperiencePath(domain, key string) string {
 	return experienceDir + "/" + domain + "/" + key + yamlExt
+}
+
+// VerdictPath returns verdicts/<domain>/<trace-id>/<judge>.yaml: one file per
+// judge and run, so a judge judges a run once and two judges never collide.
+func VerdictPath(domain, trace, judge string) string {
+	return verdictsDir + "/" + domain + "/" + trace + "/" + judge + yamlExt
 }
 
 // RefOf returns where a trace is stored: its domain, the UTC day it started, its id.

@@ -60,7 +60,7 @@ func TestInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "experience/** linguist-generated=true merge=pem\ntraces/** linguist-generated=true\nfacts/** merge=pem\n"; string(attrs) != want {
+	if want := "experience/** linguist-generated=true merge=pem\ntraces/** linguist-generated=true\nverdicts/** linguist-generated=true\nfacts/** merge=pem\n"; string(attrs) != want {
 		t.Errorf(".gitattributes = %q, want %q", attrs, want)
 	}
 	ign, err := os.ReadFile(filepath.Join(dir, ".gitignore"))

@@ -21,6 +21,7 @@ const (
 	KindExperience = "experience"
 	KindFacts      = "facts"
 	KindConfig     = "config"
+	KindVerdict    = "verdict"
 )
 
 // Size caps per kind (DESIGN §2). A file over its cap is refused on read
@@ -30,6 +31,7 @@ const (
 	MaxExperienceBytes = 8 << 20
 	MaxFactsBytes      = 256 << 10
 	MaxConfigBytes     = 64 << 10
+	MaxVerdictBytes    = 16 << 10
 )
 
 // MaxDepth caps the nesting of a YAML document. pem's records nest at most 6
@@ -45,6 +47,8 @@ func MaxBytes(kind string) int {
 		return MaxExperienceBytes
 	case KindFacts:
 		return MaxFactsBytes
+	case KindVerdict:
+		return MaxVerdictBytes
 	default:
 		return MaxConfigBytes
 	}

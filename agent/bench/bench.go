@@ -144,11 +144,28 @@ func (h *Harness) RunTask(ctx context.Context, eng *engine.Engine, k demosite.Ta
 		} else if res.Success && !right {
 			row.Error = fmt.Sprintf("wrong answer: want %q", k.Expected)
 		}
+		h.judge(ctx, eng, res, right, k.Expected)
 	}
 	if err != nil {
 		row.Error = err.Error()
 	}
 	return row
+}
+
+// judge feeds the grader's verdict on a run that claimed success into the
+// tree (engine.Feedback), as a person would with pem experience feedback:
+// self-reported success is never the last word. A failed run needs none.
+func (h *Harness) judge(ctx context.Context, eng *engine.Engine, res *agent.RunResult, right bool, expected string) {
+	if res.TraceID == "" || !res.Success {
+		return
+	}
+	v, note := engine.Right, ""
+	if !right {
+		v, note = engine.Wrong, fmt.Sprintf("the grader expected %q", expected)
+	}
+	if _, err := eng.Feedback(ctx, engine.FeedbackRequest{Trace: res.TraceID, Verdict: string(v), Note: note, Judge: "pem-grader"}); err != nil && h.Logger != nil {
+		h.Logger.Warn("recording the grader's verdict", "trace", res.TraceID, "err", err)
+	}
 }
 
 // DemoOptions are pem demo's knobs.

@@ -375,8 +375,10 @@ func newDemoCmd() *cli.Command {
 		Usage: "show memory at work on the built-in demo site",
 		Description: "Serves the embedded demo site on 127.0.0.1, runs every demo task cold with the explore planner\n" +
 			"(round 1), consolidates, then runs them warm (rounds 2..N, volatile values moved) and prints\n" +
-			"a table and the totals cold vs warm. Each round is its own session; an entry becomes verified\n" +
-			"(P1, straight replay) after 5 successful runs from at least 2 sessions, so --rounds 6 shows P1.\n" +
+			"a table and the totals cold vs warm. Each round is its own session and the grader's verdict on each\n" +
+			"run is recorded (pem experience feedback). A first success gives hints (P3); successes from 2\n" +
+			"sessions give P2 (verify, then replay, round 3); an entry becomes verified (P1, straight replay) after\n" +
+			"5 successful runs from at least 2 sessions, so --rounds 6 shows P1.\n" +
 			"Uses --knowledge when given, else a temporary tree it names at the end. Exit 0 only when every\n" +
 			"run succeeded.",
 		Flags: []cli.Flag{

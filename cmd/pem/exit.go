@@ -53,6 +53,8 @@ var exitCodes = []struct {
 	{isAny(engine.ErrUnsafePath), exitUnsafe, "use names that stay inside the tree (no '..', no symlinks, no reserved names)"},
 	{isAny(engine.ErrCorrupt), exitCorrupt, "fix or remove the file named above; the rest of the tree is unaffected"},
 	{isAny(engine.ErrFrozen), exitFrozen, "verified entries change only through a new revision proposed by 'pem deep-learn'"},
+	{isAny(engine.ErrContradicts), exitFrozen, "a verdict is immutable: judge a newer run instead"},
+	{isAny(engine.ErrUnknownTrace), exitNotFound, "give the id that pem experience save printed (\"id\"), or a trace file's name"},
 	{isAny(engine.ErrNotFound), exitNotFound, "check the name with 'pem experience list'"},
 	{isAny(engine.ErrBadTrace), exitUsage, "fix the trace JSON: its fields are listed by 'pem experience save --help'"},
 	{isAny(engine.ErrBadPatch), exitUsage, "fix the facts patch: its keys are listed by 'pem experience save --help'"},

@@ -18,9 +18,9 @@ func newExperienceCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "experience",
 		Usage: "save runs and ask what is known (JSON answers)",
-		Description: "save stores one run as an immutable trace; query answers what memory holds for a URL and intent;\n" +
-			"list pages through everything known.",
-		Subcommands: []*cli.Command{newSaveCmd(), newQueryCmd(), newListCmd()},
+		Description: "save stores one run as an immutable trace; query answers what memory holds for a URL and intent,\n" +
+			"with the reasons for its tier; list pages through everything known; feedback records a verdict on a run.",
+		Subcommands: []*cli.Command{newSaveCmd(), newQueryCmd(), newListCmd(), newFeedbackCmd()},
 	}
 }
 
@@ -32,6 +32,11 @@ func newSaveCmd() *cli.Command {
 		Description: "TRACE_JSON is the run in JSON (snake_case or camelCase), '' for none, - to read stdin, or @FILE.\n" +
 			"Fields: task_type, intent, task, url, steps[{action, selector, value, result, ok, error, duration_ms}],\n" +
 			"outcome, timestamp, extraction_results, final_page_url, final_page_title, error_message, duration_ms, session.\n" +
+			"Browser4's ActionStep shape is read too (sequence, timestamp, result; final_state{url,title}): a step\n" +
+			"whose result reports an error (\"error: …\", \"failed …\", an exception name), or whose selector the\n" +
+			"trace's error_message names, failed. A trace with at least one step is a run (evidence); with no steps\n" +
+			"but --facts it is a lesson (the patch is applied, the save recorded, no evidence); with neither, or a\n" +
+			"URL with no host, the save is refused (exit 2) and nothing is written.\n" +
 			"Values typed into password fields are redacted. The trace is written, not committed: pem consolidate commits.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "outcome", Usage: "the run's `OUTCOME`, success or failure (overrides the trace's; default success)"},

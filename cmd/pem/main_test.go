@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -50,6 +51,7 @@ func TestScripts(t *testing.T) {
 			"catall":  cmdCatall,
 			"genfile": cmdGenfile,
 			"maxsize": cmdMaxsize,
+			"jsonenv": cmdJSONEnv,
 		},
 	})
 }
@@ -105,6 +107,21 @@ func cmdTree(ts *testscript.TestScript, neg bool, args []string) {
 	walkFiles(ts, args[0], func(rel string, data []byte) {
 		fmt.Fprintf(ts.Stdout(), "%s %d\n", rel, len(data))
 	})
+}
+
+// cmdJSONEnv sets an environment variable to a string field of the JSON on
+// the last command's stdout: jsonenv VAR FIELD (e.g. the id a save printed).
+func cmdJSONEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: jsonenv VAR FIELD")
+	}
+	var m map[string]any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile("stdout")), &m))
+	v, ok := m[args[1]].(string)
+	if !ok {
+		ts.Fatalf("stdout has no string field %q", args[1])
+	}
+	ts.Setenv(args[0], v)
 }
 
 func cmdCatall(ts *testscript.TestScript, neg bool, args []string) {
@@ -366,7 +383,8 @@ func TestShippedKnowledgeTree(t *testing.T) {
 }
 
 // The YAML examples of docs/data-model.md are read by the store's strict
-// reader as what they claim to be: pem.yaml, a trace, an experience, facts.
+// reader as what they claim to be: pem.yaml, a trace, an experience, a
+// verdict, facts.
 func TestDataModelExamples(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/data-model.md")
 	if err != nil {
@@ -376,17 +394,18 @@ func TestDataModelExamples(t *testing.T) {
 	for _, part := range strings.Split(string(doc), "```yaml\n")[1:] {
 		blocks = append(blocks, part[:strings.Index(part, "```")])
 	}
-	if len(blocks) != 4 {
-		t.Fatalf("docs/data-model.md has %d yaml examples, want 4 (pem.yaml, trace, experience, facts)", len(blocks))
+	if len(blocks) != 5 {
+		t.Fatalf("docs/data-model.md has %d yaml examples, want 5 (pem.yaml, trace, experience, verdict, facts)", len(blocks))
 	}
 	var cfg engine.Config
 	var tr engine.Trace
 	var x engine.Experience
+	var v engine.Verdict
 	var f engine.Facts
 	targets := []struct {
 		v    any
 		kind string
-	}{{&cfg, store.KindConfig}, {&tr, store.KindTrace}, {&x, store.KindExperience}, {&f, store.KindFacts}}
+	}{{&cfg, store.KindConfig}, {&tr, store.KindTrace}, {&x, store.KindExperience}, {&v, store.KindVerdict}, {&f, store.KindFacts}}
 	for i, tg := range targets {
 		if err := store.Unmarshal([]byte(blocks[i]), tg.v, tg.kind); err != nil {
 			t.Errorf("example %d (%s): %v", i+1, tg.kind, err)
@@ -410,6 +429,9 @@ func TestDataModelExamples(t *testing.T) {
 		if !engine.ValidTraceID(ev.Trace) {
 			t.Errorf("experience example: bad trace id %q", ev.Trace)
 		}
+	}
+	if !engine.ValidTraceID(v.Trace) || !v.Verdict.Valid() || v.Judge != engine.JudgeKey(v.Judge) {
+		t.Errorf("the verdict example is not one pem would write: %+v", v)
 	}
 	if f.Status != engine.Candidate || f.IntentKey != engine.IntentKey(f.Intent) {
 		t.Errorf("the facts example: status %q, key %q", f.Status, f.IntentKey)

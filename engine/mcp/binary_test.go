@@ -107,7 +107,8 @@ func TestBinaryRoundTrip(t *testing.T) {
 func TestBinaryKnowledgeFromEnv(t *testing.T) {
 	dir := newTree(t)
 	eng := openEngine(t, dir)
-	if _, err := eng.Save(t.Context(), engine.SaveRequest{URL: "https://example.com/a", Intent: "read title"}); err != nil {
+	if _, err := eng.Save(t.Context(), engine.SaveRequest{URL: "https://example.com/a", Intent: "read title",
+		Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "get_text", Selector: "h1"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(pemBinary(t), "mcp")
@@ -328,7 +329,7 @@ func TestBinaryMalformedInputCorpus(t *testing.T) {
 		t.Errorf("bad arguments: %s (%v)", r.Result, err)
 	}
 	// And the server still works.
-	p.send(t, `{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"experience_save","arguments":{"url":"https://example.com/x","intent":"ok"}}}`)
+	p.send(t, `{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"experience_save","arguments":{"url":"https://example.com/x","intent":"ok","trace":{"steps":[{"action":"get_text","selector":"h1"}]}}}}`)
 	r = p.expect(t, 21)
 	res.IsError = false
 	if err := json.Unmarshal(r.Result, &res); err != nil || res.IsError {
@@ -384,7 +385,7 @@ func TestBinaryPipedSession(t *testing.T) {
 	in.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}` + "\n")
 	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
 	in.WriteString("{garbage\n")
-	in.WriteString(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"experience_save","arguments":{"url":"https://example.com/p","intent":"read it"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"experience_save","arguments":{"url":"https://example.com/p","intent":"read it","trace":{"steps":[{"action":"get_text","selector":"h1"}]}}}}` + "\n")
 	cmd := exec.Command(pemBinary(t), "mcp", "--knowledge", dir, "--verbose") // logs, but on stderr only
 	cmd.Stdin = strings.NewReader(in.String())
 	var stdout, stderr bytes.Buffer

@@ -188,6 +188,7 @@ Returns: saved, id, domain, outcome, confidence, retrieval_tier, trace_path, fac
 			run:  s.list,
 		},
 	}
+	ts = append(ts, s.feedbackTool())
 	if opts != nil && opts.DeepLearn != nil {
 		dl := opts.DeepLearn
 		ts = append(ts, toolDef{
@@ -414,7 +415,8 @@ func (s *server) explain(tool string, err error) (kind, msg string) {
 	case errors.As(err, &saved):
 		return "partial", fmt.Sprintf("%s: %v. Do not save this run again; give the lessons in facts with the next run's save.", tool, err)
 	case errors.Is(err, errArgs), errors.Is(err, engine.ErrInvalid), errors.Is(err, engine.ErrBadTrace),
-		errors.Is(err, engine.ErrBadPatch), errors.Is(err, engine.ErrBadURL), errors.Is(err, engine.ErrTooLarge):
+		errors.Is(err, engine.ErrBadPatch), errors.Is(err, engine.ErrBadURL), errors.Is(err, engine.ErrTooLarge),
+		errors.Is(err, engine.ErrUnknownTrace), errors.Is(err, engine.ErrContradicts):
 		what := "Nothing was changed."
 		if tool == ToolSave {
 			what = "Nothing was saved."

@@ -32,13 +32,13 @@ func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
 
 func TestToolsListedOnlyWhenTheyWork(t *testing.T) {
 	eng := openEngine(t, newTree(t))
-	base := []string{"experience_list", "experience_memory", "experience_query", "experience_save"}
+	base := []string{"experience_feedback", "experience_list", "experience_memory", "experience_query", "experience_save"}
 	if got := toolNames(t, connectInProcess(t, eng, nil)); !slices.Equal(got, base) {
 		t.Errorf("without DeepLearn: tools %v, want %v", got, base)
 	}
 	dl := func(context.Context, string, string, bool) (any, error) { return map[string]any{"proposals": 0}, nil }
 	got := toolNames(t, connectInProcess(t, eng, &mcp.Options{DeepLearn: dl}))
-	want := append([]string{"experience_deep_learn"}, base...)
+	want := []string{"experience_deep_learn", "experience_feedback", "experience_list", "experience_memory", "experience_query", "experience_save"}
 	if !slices.Equal(got, want) {
 		t.Errorf("with DeepLearn: tools %v, want %v", got, want)
 	}
@@ -102,7 +102,11 @@ func TestBadArgumentsAreErrorResultsAndWriteNothing(t *testing.T) {
 		{"facts unknown key", "experience_save", map[string]any{"url": u, "facts": `{"bogus": 1}`}, "bogus"},
 		{"facts a list", "experience_save", map[string]any{"url": u, "facts": []any{"x"}}, "facts must be a JSON object"},
 		{"facts invalid JSON", "experience_save", map[string]any{"url": u, "facts": "{selectors:"}, "not valid JSON"},
-		{"outcome", "experience_save", map[string]any{"url": u, "outcome": "maybe"}, "success or failure"},
+		{"outcome", "experience_save", map[string]any{"url": u, "outcome": "maybe", "trace": map[string]any{"steps": []any{map[string]any{"action": "wait"}}}}, "success or failure"},
+		{"empty save", "experience_save", map[string]any{"url": u}, "nothing to save"},
+		{"feedback bad verdict", "experience_feedback", map[string]any{"trace": "01M8RM2688R3S5GJY95AQDNEMP", "verdict": "maybe"}, "right or wrong"},
+		{"feedback unknown trace", "experience_feedback", map[string]any{"trace": "01M8RM2688R3S5GJY95AQDNEMP", "verdict": "right"}, "unknown trace"},
+		{"feedback not an id", "experience_feedback", map[string]any{"trace": "abc", "verdict": "right"}, "not a trace id"},
 		{"unknown argument", "experience_save", map[string]any{"url": u, "colour": "red"}, `unknown argument "colour"`},
 		{"two spellings", "experience_save", map[string]any{"url": u, "task_type": "a", "taskType": "b"}, "same argument"},
 		{"arguments not an object", "experience_query", []any{u}, "must be a JSON object"},

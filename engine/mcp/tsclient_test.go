@@ -64,7 +64,7 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Errorf("instructions %q", got.Instructions)
 	}
 	slices.Sort(got.Tools)
-	if want := []string{"experience_deep_learn", "experience_list", "experience_memory", "experience_query", "experience_save"}; !slices.Equal(got.Tools, want) {
+	if want := []string{"experience_deep_learn", "experience_feedback", "experience_list", "experience_memory", "experience_query", "experience_save"}; !slices.Equal(got.Tools, want) {
 		t.Errorf("tools %v, want %v (pem is built with deep-learn)", got.Tools, want)
 	}
 	if d := got.Deep; d == nil || d.IsError || d.StructuredContent["completed"] != true || d.StructuredContent["domain"] != "github.com" {

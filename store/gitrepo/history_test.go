@@ -218,7 +218,7 @@ func TestInstallMergeDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "*.png binary\nexperience/** linguist-generated=true merge=pem\ntraces/** linguist-generated=true\nfacts/** merge=pem\n"
+	want := "*.png binary\nexperience/** linguist-generated=true merge=pem\ntraces/** linguist-generated=true\nverdicts/** linguist-generated=true\nfacts/** merge=pem\n"
 	if string(data) != want {
 		t.Fatalf(".gitattributes =\n%s\nwant\n%s", data, want)
 	}

@@ -28,6 +28,7 @@ type MemStore struct {
 	corrupt map[string]bool   // tree paths whose reads fail with ErrCorrupt
 	reads   map[string]int    // domain → reads of any record of that domain
 	lock    chan struct{}
+	config  *engine.Config // nil: engine.DefaultConfig()
 }
 
 var _ engine.Store = (*MemStore)(nil)
@@ -36,6 +37,13 @@ var _ engine.Store = (*MemStore)(nil)
 func NewMemStore() *MemStore {
 	return &MemStore{traces: map[string][]byte{}, facts: map[string][]byte{}, exps: map[string][]byte{},
 		corrupt: map[string]bool{}, reads: map[string]int{}, lock: make(chan struct{}, 1)}
+}
+
+// SetConfig makes Config return c (a policy of the test's own).
+func (s *MemStore) SetConfig(c engine.Config) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.config = &c
 }
 
 // SetNoTree makes Config fail with engine.ErrNoTree (or work again).
@@ -100,6 +108,9 @@ func (s *MemStore) Config(ctx context.Context) (engine.Config, error) {
 	defer s.mu.Unlock()
 	if s.noTree {
 		return engine.Config{}, fmt.Errorf("in-memory tree: %w", engine.ErrNoTree)
+	}
+	if s.config != nil {
+		return *s.config, nil
 	}
 	return engine.DefaultConfig(), nil
 }
