@@ -110,9 +110,6 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 	if in == nil {
 		in = &TraceInput{}
 	}
-	if len(in.Steps) == 0 && req.Facts.Empty() {
-		return nil, fmt.Errorf("%w: nothing to save: give the run's steps in the trace (a run, evidence) or a facts patch with --facts (a lesson); a save with neither is no evidence of anything", ErrInvalid)
-	}
 	defOutcome := string(Success)
 	if in.ErrorMessage != "" {
 		defOutcome = string(Failure) // Browser4 tells a failure by its error_message
@@ -178,6 +175,9 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 	}
 	if err := e.seal(t, sensitive); err != nil {
 		return nil, err
+	}
+	if len(t.Steps) == 0 && req.Facts.Empty() {
+		return nil, fmt.Errorf("%w: nothing to save: give the run's steps in the trace (a run, evidence) or a facts patch with --facts (a lesson); a save with neither is no evidence of anything", ErrInvalid)
 	}
 	return t, nil
 }

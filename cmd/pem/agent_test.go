@@ -155,7 +155,7 @@ func TestBenchCommand(t *testing.T) {
 	needChromium(t)
 	t.Setenv("TMPDIR", t.TempDir()) // the bench's two trees
 	out := filepath.Join(t.TempDir(), "bench")
-	code, stdout, errs := runPem(t, "bench", "--rounds", "2", "--only", "stars", "--out", out)
+	code, stdout, errs := runPem(t, "bench", "--rounds", "3", "--only", "stars", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, errs)
 	}
@@ -172,14 +172,19 @@ func TestBenchCommand(t *testing.T) {
 	for _, r := range rows[1:] {
 		f := strings.Split(r, ",")
 		arms = append(arms, f[0]+" "+f[1])
-		if f[0] == "on" && f[1] == "2" && f[6] != "0" {
-			t.Errorf("memory-on round 2 asked the planner: %s", r)
+		// Round 2 has one session's success: hints (P3), the planner runs.
+		// Round 3 has successes from two sessions: P2, replayed with no planner.
+		if f[0] == "on" && f[1] == "2" && f[6] == "0" {
+			t.Errorf("memory-on round 2 replayed on one session's success: %s", r)
+		}
+		if f[0] == "on" && f[1] == "3" && f[6] != "0" {
+			t.Errorf("memory-on round 3 asked the planner: %s", r)
 		}
 		if f[0] == "off" && f[6] == "0" {
 			t.Errorf("memory-off ran without the planner: %s", r)
 		}
 	}
-	if strings.Join(arms, ",") != "on 1,on 2,on total,off 1,off 2,off total" {
+	if strings.Join(arms, ",") != "on 1,on 2,on 3,on total,off 1,off 2,off 3,off total" {
 		t.Errorf("summary.csv rows: %v", arms)
 	}
 	for _, want := range []string{"round 1 memory on  stars", "round 2 memory off stars"} {
