@@ -35,7 +35,7 @@ const (
 	SecretBearer       SecretKind = "Bearer credential"
 	SecretBasic        SecretKind = "Basic credential"
 	SecretCookie       SecretKind = "cookie"
-	SecretURLUserinfo  SecretKind = "URL userinfo"
+	SecretURLUserinfo  SecretKind = "credential in a URL (userinfo)"
 	SecretParam        SecretKind = "credential parameter"
 )
 
@@ -62,8 +62,11 @@ type secretRule struct {
 // credName is a parameter or key name that holds a credential. Compound
 // names ending in a strong word (access_token, x-api-key, client_secret,
 // x-amz-signature) count; the weak short words (key, sid, auth, session,
-// pass, pin, otp) only on their own.
-const credName = `(?:(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|signature|credentials?|session[_-]?id|sessid|jsessionid|phpsessid|jwt|code[_-]?verifier)|key|sid|auth|session|sig|pass|pin|otp)`
+// pass, pin, otp) only on their own, and only as name=value.
+const (
+	credNameStrong = `(?:(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|signature|credentials?|session[_-]?id|sessid|jsessionid|phpsessid|jwt|code[_-]?verifier))`
+	credName       = `(?:` + credNameStrong + `|key|sid|auth|session|sig|pass|pin|otp)`
+)
 
 var secretRules = []secretRule{
 	{kind: SecretPrivateKey, triggers: []string{"private key"},
@@ -106,9 +109,10 @@ var secretRules = []secretRule{
 	// name=value in a query, a form body or free text.
 	{kind: SecretParam, triggers: credTriggers, group: 1, valid: credentialValue,
 		re: regexp.MustCompile(`(?i)(?:^|[?&;#/\s"'{,(\[])` + credName + `=([^&\s"'#;<>]*)`)},
-	// name: value in JSON, YAML and headers (X-Api-Key: …).
+	// name: value in JSON, YAML and headers (X-Api-Key: …); strong names
+	// only, since "session: s1" is pem's own field.
 	{kind: SecretParam, triggers: credTriggers, group: 1, valid: credentialValue,
-		re: regexp.MustCompile(`(?i)(?:^|[\s"'{,(\[;])["']?` + credName + `["']?\s*:\s*["']?([^\s"'&,;{}\[\]<>]{3,})`)},
+		re: regexp.MustCompile(`(?i)(?:^|[\s"'{,(\[;])["']?` + credNameStrong + `["']?\s*:\s*["']?([^\s"'&,;{}\[\]<>]{3,})`)},
 }
 
 var placeholderRe = regexp.MustCompile(`\{\{(?:secret:[^{}]*|redacted)\}\}`)
