@@ -97,6 +97,9 @@ type SaveResult struct {
 	FactsStatus     Status          `json:"facts_status,omitempty"`
 	FactsRejected   bool            `json:"facts_rejected"`
 	FactsMessage    string          `json:"facts_message,omitempty"`
+	// Quarantined says why the run looks like a prompt injection: it is
+	// kept, but counts as no evidence and teaches memory nothing.
+	Quarantined string `json:"quarantined,omitempty"`
 }
 
 // BuildTrace turns a request into the trace Save would store (redacted, with a
@@ -232,7 +235,7 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (*SaveResult, error)
 		return nil, fmt.Errorf("saving trace %s: %w", t.ID, err)
 	}
 	res := &SaveResult{Saved: true, ID: t.ID, Domain: t.Domain, Intent: t.Intent, IntentKey: t.IntentKey,
-		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory}
+		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory, Quarantined: Injection(t)}
 	if !req.Facts.Empty() {
 		if err := e.patchFacts(ctx, t, req.Facts, res); err != nil {
 			return res, err
@@ -251,6 +254,9 @@ func (e *Engine) Save(ctx context.Context, req SaveRequest) (*SaveResult, error)
 
 // patchFacts merges p into the entry of t. The caller holds the store's lock.
 func (e *Engine) patchFacts(ctx context.Context, t *Trace, p *Patch, res *SaveResult) error {
+	if refused, err := screenPatch(&p, res); refused || err != nil {
+		return err
+	}
 	f, err := e.Store.Facts(ctx, t.Domain, t.IntentKey)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -286,6 +292,9 @@ type entry struct {
 	facts    *Facts
 	exp      *Experience
 	pending  []*Trace // traces not yet folded, oldest first
+	// quarantined: unfolded traces the injection screen flagged ("id: why");
+	// they count as no evidence.
+	quarantined []string
 	patterns []string
 	types    []string
 }
@@ -383,6 +392,10 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 		en := get(t.IntentKey)
 		if en.intent == "" {
 			en.intent = t.Intent
+		}
+		if why := Injection(t); why != "" {
+			en.quarantined = append(en.quarantined, t.ID+": "+why)
+			continue
 		}
 		en.pending = append(en.pending, t)
 		if !contains(en.patterns, t.URLPattern) {
@@ -655,6 +668,9 @@ type ListEntry struct {
 	LastVerified  *time.Time `json:"last_verified,omitempty"`
 	SuccessCount  int        `json:"success_count"`
 	FailureCount  int        `json:"failure_count"`
+	// Quarantined lists the runs kept out of the evidence because they look
+	// like a prompt injection ("<trace id>: <why>").
+	Quarantined []string `json:"quarantined,omitempty"`
 }
 
 // ListResult is the experience_list answer.
@@ -716,7 +732,8 @@ func (e *Engine) List(ctx context.Context, req ListRequest) (*ListResult, error)
 			r := e.recall(en, NormalizedURL{Domain: d}, cfg.Policy)
 			le := ListEntry{Domain: d, Intent: en.intent, IntentKey: en.key, URLPatterns: dedupe(en.patterns),
 				TaskTypes: dedupe(en.types), Confidence: r.Confidence, RetrievalTier: r.Tier, Status: r.Status,
-				LastVerified: r.LastVerified, SuccessCount: r.SuccessCount, FailureCount: r.FailureCount}
+				LastVerified: r.LastVerified, SuccessCount: r.SuccessCount, FailureCount: r.FailureCount,
+				Quarantined: en.quarantined}
 			all = append(all, le)
 		}
 	}

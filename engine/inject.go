@@ -153,16 +153,18 @@ func withoutPlaceholders(s string) string {
 }
 
 // screenURL screens a URL as written and percent-decoded.
+// pem's placeholders (redacted values, declared secrets) are no injection in
+// a URL it wrote.
 func screenURL(s string) string {
-	if m := ScreenText(s); m != "" {
+	if m := ScreenText(withoutPlaceholders(s)); m != "" {
 		return m
 	}
 	if strings.Contains(s, "%") || strings.Contains(s, "+") {
 		if u, err := url.QueryUnescape(s); err == nil {
-			return ScreenText(u)
+			return ScreenText(withoutPlaceholders(u))
 		}
 		if u, err := url.PathUnescape(s); err == nil {
-			return ScreenText(u)
+			return ScreenText(withoutPlaceholders(u))
 		}
 	}
 	return ""
