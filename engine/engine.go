@@ -287,16 +287,17 @@ func (e *Engine) patchFacts(ctx context.Context, t *Trace, p *Patch, res *SaveRe
 
 // entry is everything known of one (domain, intent key).
 type entry struct {
-	key     string
-	intent  string
-	facts   *Facts
-	exp     *Experience
-	pending []*Trace // traces not yet folded, oldest first
+	key      string
+	intent   string
+	facts    *Facts
+	exp      *Experience
+	pending  []*Trace // traces not yet folded, oldest first
+	patterns []string
+	types    []string
+
 	// quarantined: unfolded traces the injection screen flagged ("id: why");
 	// they count as no evidence.
 	quarantined []string
-	patterns    []string
-	types       []string
 }
 
 // domainEntries gathers a domain's entries from facts, experience and the
