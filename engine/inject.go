@@ -41,7 +41,7 @@ var injectionRes = []*regexp.Regexp{
 	regexp.MustCompile(wb + `(?:ignore|disregard|forget|override|overrule|bypass|neglect|abandon|discard|drop|skip)` + sep +
 		`(?:(?:all|any|every|each|the|of|your|my|these|those|everything|what(?:` + sep + `(?:was|is|you|were))?|that|you|were|been|have|told|given|said)` + sep + `)*` +
 		`(?:previous|previously|prior|above|earlier|preceding|former|foregoing|original|initial|system|developer|old|past|before)` +
-		`(?:` + sep + `(?:\p{L}+` + sep + `)?(?:instructions?|prompts?|messages?|directions?|directives?|commands?|rules?|guidelines?|context|orders?|guidance|conversation|text|content|inputs?|constraints?|policy|policies|programming|settings?|tasks?)` + we + `|\s*(?:[.!;:,)*_]|$|\n)|` + sep + `(?:and|then|now|instead)` + we + `)`),
+		`(?:` + sep + `(?:\p{L}+` + sep + `)?(?:instructions?|prompts?|messages?|directions?|directives?|commands?|rules?|guidelines?|context|orders?|guidance|conversation|text|content|inputs?|constraints?|policy|policies|programming|settings?|tasks?)` + we + `|\s*(?:[^\p{L}\p{N}\s]|$|\n)|` + sep + `(?:and|then|now|instead)` + we + `)`),
 	regexp.MustCompile(`\b(?:forget|ignore|disregard)` + sep + `(?:everything|all)` + sep + `(?:you|above|before|prior|previous|earlier|said|that|i)\b`),
 	regexp.MustCompile(`\b` + phrase("do", "not", `(?:follow|obey|listen`+sep+`to)`) + sep + `(?:your|the|any|those)` + sep + `(?:previous|prior|original|system|earlier|above)`),
 	regexp.MustCompile(`\byou` + sep + `are` + sep + `now` + sep + `(?:(?:an?|the|my|in)` + sep + `)?(?:different|new|unrestricted|unfiltered|uncensored|jailbroken|evil|dan|developer|god|admin(?:istrator)?|root|free|no` + sep + `longer)\b`),
@@ -74,6 +74,9 @@ func ScreenText(s string) string {
 	n := ScreenNormalize(s)
 	for _, re := range injectionRes {
 		if m := re.FindString(n); m != "" {
+			if t := strings.Trim(m, " \n\"'*_([)]."); t != "" {
+				return t
+			}
 			return strings.TrimSpace(m)
 		}
 	}
