@@ -502,12 +502,14 @@ func shareLogState(c *cli.Context, h *store.History, ch store.FileChange) string
 func newCheckCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "check the tree: schema, path safety, secrets, frozen verified content (and a pull request's changes)",
+		Usage:     "check the tree: schema, path safety, secrets, injections, frozen verified content (and a pull request's changes)",
 		ArgsUsage: " ",
 		Description: "Prints one line per problem and exits 1 when there is any:\n" +
 			"  schema/path  every file parses and sits where pem would write it; no symlinks, no odd names\n" +
 			"  secret       no private keys, cloud or GitHub tokens, password= values, nor the values of the\n" +
 			"               environment variables named in " + EnvSecretEnv + " (comma-separated)\n" +
+			"  injection    lists traces and facts whose text reads as an instruction to the agent (quarantined:\n" +
+			"               no evidence, never promoted); listed, they fail nothing\n" +
 			"  frozen       no commit in the history altered a verified entry's content without superseding it\n" +
 			"With --pr BASE (e.g. origin/main), also that the change from BASE to HEAD adds traces without\n" +
 			"editing any and touches no derived file (experience/).",
@@ -549,6 +551,7 @@ func runCheck(c *cli.Context) error {
 		}
 	}
 	files := 0
+	var quarantined []consolidate.CheckProblem // listed; they fail nothing (consolidation keeps them out)
 	err = filepath.WalkDir(dir, func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -578,6 +581,7 @@ func runCheck(c *cli.Context) error {
 		}
 		files++
 		problems = append(problems, consolidate.CheckSecrets(rel, data, secrets)...)
+		quarantined = append(quarantined, checkInjected(rel, data)...)
 		return nil
 	})
 	if err != nil {
@@ -611,13 +615,20 @@ func runCheck(c *cli.Context) error {
 		}
 	}
 
+	for _, p := range quarantined {
+		fmt.Fprintln(c.App.Writer, p.String())
+	}
 	for _, p := range problems {
 		fmt.Fprintln(c.App.Writer, p.String())
 	}
 	if len(problems) > 0 {
 		return cli.Exit(fmt.Sprintf("pem: check: %d problem(s) in %s: fix each line above and run pem check again", len(problems), dir), exitInternal)
 	}
-	fmt.Fprintf(c.App.Writer, "ok: %d file(s) and %d commit(s) checked in %s\n", files, commits, dir)
+	fmt.Fprintf(c.App.Writer, "ok: %d file(s) and %d commit(s) checked in %s", files, commits, dir)
+	if len(quarantined) > 0 {
+		fmt.Fprintf(c.App.Writer, "; %d quarantined (listed above)", len(quarantined))
+	}
+	fmt.Fprintln(c.App.Writer)
 	return nil
 }
 

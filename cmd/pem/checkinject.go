@@ -1,0 +1,36 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/pemdev/pem/consolidate"
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+)
+
+// checkInjected lists a trace or facts file whose text the injection screen
+// flags; a file that does not decode is the schema check's business.
+func checkInjected(rel string, data []byte) []consolidate.CheckProblem {
+	if !strings.HasSuffix(rel, ".yaml") {
+		return nil
+	}
+	var p *consolidate.CheckProblem
+	switch {
+	case strings.HasPrefix(rel, "traces/"):
+		var t engine.Trace
+		if store.Unmarshal(data, &t, store.KindTrace) != nil {
+			return nil
+		}
+		p = consolidate.CheckInjectedTrace(rel, &t)
+	case strings.HasPrefix(rel, "facts/"):
+		var f engine.Facts
+		if store.Unmarshal(data, &f, store.KindFacts) != nil {
+			return nil
+		}
+		p = consolidate.CheckInjectedFacts(rel, &f)
+	}
+	if p == nil {
+		return nil
+	}
+	return []consolidate.CheckProblem{*p}
+}
