@@ -278,13 +278,15 @@ func runDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	out := newLineScrubber(c.App.Writer) // a tree from before the scrubber prints no credential
+	defer out.Flush()
 	switch format {
 	case "markdown":
-		return rep.WriteMarkdown(c.App.Writer)
+		return rep.WriteMarkdown(out)
 	case "json":
 		return writeJSON(c.App.Writer, rep)
 	}
-	return rep.WriteText(c.App.Writer)
+	return rep.WriteText(out)
 }
 
 // shareDiff builds the report between two commits ("" = the empty tree).
