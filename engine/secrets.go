@@ -128,10 +128,72 @@ var credTriggers = []string{"pass", "pwd", "secret", "token", "key", "sig", "sid
 // rules above, in order of offset; overlapping hits are merged into the
 // first. pem's placeholders ({{secret:NAME}}, {{redacted}}) and the usual
 // stand-ins (xxxx, ****, changeme, $VAR) are not secrets.
+//
+// Percent-encoded text (a credential inside a query value, a redirect URL,
+// a form body) is read decoded too, twice over, and its hits mapped back to
+// the bytes of text.
 func FindSecrets(text string) []SecretHit {
 	if len(text) < 8 {
 		return nil
 	}
+	hits := findSecrets(text)
+	cur, offs := text, []int(nil)
+	for range 2 {
+		if !strings.Contains(cur, "%") {
+			break
+		}
+		dec, o := pctDecode(cur)
+		if offs != nil { // compose with the previous level's map
+			for i := range o {
+				o[i] = offs[o[i]]
+			}
+		}
+		cur, offs = dec, o
+		for _, h := range findSecrets(cur) {
+			hits = append(hits, SecretHit{Kind: h.Kind, Offset: offs[h.Offset], End: offs[h.End]})
+		}
+	}
+	return mergeHits(hits)
+}
+
+// pctDecode decodes %XX escapes and '+' (a space in a query) and returns,
+// for each byte of the result and one past its end, the offset in s it came
+// from.
+func pctDecode(s string) (string, []int) {
+	var b strings.Builder
+	offs := make([]int, 0, len(s)+1)
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			offs = append(offs, i)
+			i += 3
+			continue
+		}
+		if c == '+' {
+			c = ' '
+		}
+		b.WriteByte(c)
+		offs = append(offs, i)
+		i++
+	}
+	offs = append(offs, len(s))
+	return b.String(), offs
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
+}
+
+func findSecrets(text string) []SecretHit {
 	if strings.Contains(text, "{{") {
 		// pem's placeholders are no secrets, and neither is their NAME:
 		// masked (same length, so offsets hold) with stars, a stand-in.
@@ -162,6 +224,11 @@ func FindSecrets(text string) []SecretHit {
 			hits = append(hits, SecretHit{Kind: r.kind, Offset: lo, End: hi})
 		}
 	}
+	return hits
+}
+
+// mergeHits sorts hits by offset and merges overlapping ones into the first.
+func mergeHits(hits []SecretHit) []SecretHit {
 	if len(hits) < 2 {
 		return hits
 	}
