@@ -70,7 +70,9 @@ func canaryTrace(c string, i int) map[string]any {
 	}
 }
 
-func urlish(s string) string { return strings.NewReplacer(" ", "+", "\n", "%0A", "&", "%26", "#", "%23").Replace(s) }
+func urlish(s string) string {
+	return strings.NewReplacer(" ", "+", "\n", "%0A", "&", "%26", "#", "%23").Replace(s)
+}
 
 // Every canary through every door (CLI save, MCP save, the agent's typed
 // save), then consolidation with real git: no canary in any tree file, any
