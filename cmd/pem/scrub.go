@@ -45,9 +45,12 @@ func (s *lineScrubber) Write(p []byte) (int, error) {
 	}
 }
 
-// Flush writes what is held back.
+// Flush writes what is held back; it gives up at once when a write is under
+// way (a stalled stderr must not keep pem from exiting).
 func (s *lineScrubber) Flush() error {
-	s.mu.Lock()
+	if !s.mu.TryLock() {
+		return nil
+	}
 	defer s.mu.Unlock()
 	if len(s.buf) == 0 {
 		return nil
