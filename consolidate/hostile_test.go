@@ -158,3 +158,37 @@ func TestInjectionCorpusNeverPromoted(t *testing.T) {
 	}
 	t.Logf("%d payloads × 3 sessions: %d entries promoted, 0 carrying a payload", len(payloads), promoted)
 }
+
+// A symlinked folder in the tree is never followed, and never silently
+// skipped: consolidation reports it.
+func TestSymlinkedFolderIsReported(t *testing.T) {
+	st, dir := newRepoTree(t)
+	outside := t.TempDir()
+	put(t, st, newFx(21).trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}))
+	if err := os.MkdirAll(filepath.Join(outside, "2025-03-10"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "traces", "linked.example")); err != nil {
+		t.Fatal(err)
+	}
+	day := filepath.Join(dir, "traces", "github.com")
+	if err := os.Symlink(outside, filepath.Join(day, "2025-03-11")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), st, at(day0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range res.Plan.Warnings {
+		if strings.Contains(w, "symbolic link") {
+			got = append(got, w)
+		}
+	}
+	if len(got) != 2 || !strings.Contains(strings.Join(got, "\n"), "traces/linked.example") || !strings.Contains(strings.Join(got, "\n"), "traces/github.com/2025-03-11") {
+		t.Fatalf("warnings %q: want both links reported", res.Plan.Warnings)
+	}
+	if res.Plan.Count(KindFold) != 1 {
+		t.Errorf("the real trace was not folded: %s", res.Plan)
+	}
+}
