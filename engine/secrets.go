@@ -199,11 +199,14 @@ func findSecrets(text string) []SecretHit {
 		// masked (same length, so offsets hold) with stars, a stand-in.
 		text = placeholderRe.ReplaceAllStringFunc(text, func(m string) string { return strings.Repeat("*", len(m)) })
 	}
-	lower := strings.ToLower(text)
+	on := triggered(text)
+	if on == 0 {
+		return nil
+	}
 	var hits []SecretHit
 	for i := range secretRules {
 		r := &secretRules[i]
-		if !containsAny(lower, r.triggers) {
+		if on&(1<<i) == 0 {
 			continue
 		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
@@ -276,13 +279,54 @@ func ScrubText(s string) (string, []SecretKind) {
 	return b.String(), kinds
 }
 
-func containsAny(s string, subs []string) bool {
-	for _, x := range subs {
-		if strings.Contains(s, x) {
-			return true
+// The rules' triggers, indexed by their first two bytes, so that one pass
+// over a text tells which rules can match (most texts: none).
+var (
+	trigPairs [1 << 16]bool
+	trigByPair = map[uint16][]trigRef{}
+)
+
+type trigRef struct {
+	lit  string
+	rule int
+}
+
+func init() {
+	if len(secretRules) > 64 {
+		panic("engine: more than 64 secret rules")
+	}
+	for i, r := range secretRules {
+		for _, t := range r.triggers {
+			k := uint16(t[0])<<8 | uint16(t[1])
+			trigPairs[k] = true
+			trigByPair[k] = append(trigByPair[k], trigRef{t, i})
 		}
 	}
-	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// triggered returns the set of rules (bit i: secretRules[i]) one of whose
+// triggers occurs in text, ASCII case folded.
+func triggered(text string) uint64 {
+	var on uint64
+	for i := 0; i+1 < len(text); i++ {
+		k := uint16(lowerASCII(text[i]))<<8 | uint16(lowerASCII(text[i+1]))
+		if !trigPairs[k] {
+			continue
+		}
+		for _, t := range trigByPair[k] {
+			if on&(1<<t.rule) == 0 && len(text)-i >= len(t.lit) && strings.EqualFold(text[i:i+len(t.lit)], t.lit) {
+				on |= 1 << t.rule
+			}
+		}
+	}
+	return on
 }
 
 // harmlessSecret reports a value that is no secret: pem's placeholders,
@@ -295,7 +339,10 @@ func harmlessSecret(v string) bool {
 	l := strings.ToLower(t)
 	switch l {
 	case "", "null", "none", "nil", "true", "false", "yes", "no", "redacted", "xxxx", "****", "changeme",
-		"example", "<redacted>", "[redacted]", "undefined", "hidden", "masked":
+		"example", "<redacted>", "[redacted]", "undefined", "hidden", "masked",
+		// the words of documentation ("key=value", "token=string")
+		"value", "values", "string", "str", "foo", "bar", "baz", "test", "demo", "sample", "placeholder",
+		"secret", "password", "token", "key", "your_token", "your_key", "your_password", "mytoken", "mypassword":
 		return true
 	}
 	if strings.HasPrefix(t, "{{") || strings.HasPrefix(t, "$") || strings.HasPrefix(t, "%") ||
