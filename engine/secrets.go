@@ -282,7 +282,7 @@ func ScrubText(s string) (string, []SecretKind) {
 // The rules' triggers, indexed by their first two bytes, so that one pass
 // over a text tells which rules can match (most texts: none).
 var (
-	trigPairs [1 << 16]bool
+	trigPairs  [1 << 16]bool
 	trigByPair = map[uint16][]trigRef{}
 )
 
