@@ -35,34 +35,51 @@ const (
 	we = `(?:[^\p{L}\p{N}]|$)`
 )
 
-var injectionRes = []*regexp.Regexp{
+// injectionRule is one shape of injection; it runs only when one of its
+// triggers (plain substrings of the normalized text) occurs, which keeps
+// the screen cheap on ordinary text.
+type injectionRule struct {
+	triggers []string
+	re       *regexp.Regexp
+}
+
+var injectionRes = []injectionRule{
 	// Instruction overrides: "ignore all previous instructions", "disregard
 	// earlier", "forget everything above", "override the system prompt".
-	regexp.MustCompile(wb + `(?:ignore|disregard|forget|override|overrule|bypass|neglect|abandon|discard|drop|skip)` + sep +
+	{[]string{"ignore", "disregard", "forget", "override", "overrule", "bypass", "neglect", "abandon", "discard", "drop", "skip"}, regexp.MustCompile(wb + `(?:ignore|disregard|forget|override|overrule|bypass|neglect|abandon|discard|drop|skip)` + sep +
 		`(?:(?:all|any|every|each|the|of|your|my|these|those|everything|what(?:` + sep + `(?:was|is|you|were))?|that|you|were|been|have|told|given|said)` + sep + `)*` +
 		`(?:previous|previously|prior|above|earlier|preceding|former|foregoing|original|initial|system|developer|old|past|before)` +
-		`(?:` + sep + `(?:\p{L}+` + sep + `)?(?:instructions?|prompts?|messages?|directions?|directives?|commands?|rules?|guidelines?|context|orders?|guidance|conversation|text|content|inputs?|constraints?|policy|policies|programming|settings?|tasks?)` + we + `|\s*(?:[^\p{L}\p{N}\s]|$|\n)|` + sep + `(?:and|then|now|instead)` + we + `)`),
-	regexp.MustCompile(`\b(?:forget|ignore|disregard)` + sep + `(?:everything|all)` + sep + `(?:you|above|before|prior|previous|earlier|said|that|i)\b`),
-	regexp.MustCompile(`\b` + phrase("do", "not", `(?:follow|obey|listen`+sep+`to)`) + sep + `(?:your|the|any|those)` + sep + `(?:previous|prior|original|system|earlier|above)`),
-	regexp.MustCompile(`\byou` + sep + `are` + sep + `now` + sep + `(?:(?:an?|the|my|in)` + sep + `)?(?:different|new|unrestricted|unfiltered|uncensored|jailbroken|evil|dan|developer|god|admin(?:istrator)?|root|free|no` + sep + `longer)\b`),
-	regexp.MustCompile(`\bfrom` + sep + `now` + sep + `on` + sep + `(?:you|your|ignore|disregard|act|respond|only)\b`),
-	regexp.MustCompile(`\b(?:new|updated|revised|real|actual|true|additional|secret|hidden|override|important|urgent|system)` + sep + `(?:system` + sep + `)?(?:instructions?|prompt|directives?|orders?)\s*:`),
-	regexp.MustCompile(`\bsystem` + sep + `(?:prompt|message|override|instruction)s?\s*:`),
-	regexp.MustCompile(`\b(?:reveal|print|show|output|repeat|leak|display|dump|disclose|tell` + sep + `me|give` + sep + `me|what` + sep + `(?:is|are))` + sep + `(?:(?:your|the|me|all|of)` + sep + `)*(?:system` + sep + `prompt|initial` + sep + `(?:instructions|prompt)|hidden` + sep + `(?:instructions|prompt)|(?:instructions|prompt)` + sep + `above)`),
-	regexp.MustCompile(`\b(?:act|behave|pretend|roleplay)` + sep + `(?:as|like|to` + sep + `be)` + sep + `(?:if` + sep + `)?(?:you` + sep + `(?:are|were)` + sep + `)?(?:an?` + sep + `)?(?:unrestricted|unfiltered|jailbroken|dan|evil|different` + sep + `(?:ai|assistant|model)|system|developer` + sep + `mode)\b`),
-	regexp.MustCompile(`\b(?:developer|dan|god|jailbreak)` + sep + `mode` + sep + `(?:enabled|on|activated)\b`),
+		`(?:` + sep + `(?:\p{L}+` + sep + `)?(?:instructions?|prompts?|messages?|directions?|directives?|commands?|rules?|guidelines?|context|orders?|guidance|conversation|text|content|inputs?|constraints?|policy|policies|programming|settings?|tasks?)` + we + `|\s*(?:[^\p{L}\p{N}\s]|$|\n)|` + sep + `(?:and|then|now|instead)` + we + `)`)},
+	{[]string{"forget", "ignore", "disregard"}, regexp.MustCompile(`\b(?:forget|ignore|disregard)` + sep + `(?:everything|all)` + sep + `(?:you|above|before|prior|previous|earlier|said|that|i)\b`)},
+	{[]string{"not"}, regexp.MustCompile(`\b` + phrase("do", "not", `(?:follow|obey|listen`+sep+`to)`) + sep + `(?:your|the|any|those)` + sep + `(?:previous|prior|original|system|earlier|above)`)},
+	{[]string{"now"}, regexp.MustCompile(`\byou` + sep + `are` + sep + `now` + sep + `(?:(?:an?|the|my|in)` + sep + `)?(?:different|new|unrestricted|unfiltered|uncensored|jailbroken|evil|dan|developer|god|admin(?:istrator)?|root|free|no` + sep + `longer)\b`)},
+	{[]string{"now"}, regexp.MustCompile(`\bfrom` + sep + `now` + sep + `on` + sep + `(?:you|your|ignore|disregard|act|respond|only)\b`)},
+	{[]string{"instruction", "prompt", "directive", "order"}, regexp.MustCompile(`\b(?:new|updated|revised|real|actual|true|additional|secret|hidden|override|important|urgent|system)` + sep + `(?:system` + sep + `)?(?:instructions?|prompt|directives?|orders?)\s*:`)},
+	{[]string{"system"}, regexp.MustCompile(`\bsystem` + sep + `(?:prompt|message|override|instruction)s?\s*:`)},
+	{[]string{"system", "instructions", "prompt"}, regexp.MustCompile(`\b(?:reveal|print|show|output|repeat|leak|display|dump|disclose|tell` + sep + `me|give` + sep + `me|what` + sep + `(?:is|are))` + sep + `(?:(?:your|the|me|all|of)` + sep + `)*(?:system` + sep + `prompt|initial` + sep + `(?:instructions|prompt)|hidden` + sep + `(?:instructions|prompt)|(?:instructions|prompt)` + sep + `above)`)},
+	{[]string{"act", "behave", "pretend", "roleplay"}, regexp.MustCompile(`\b(?:act|behave|pretend|roleplay)` + sep + `(?:as|like|to` + sep + `be)` + sep + `(?:if` + sep + `)?(?:you` + sep + `(?:are|were)` + sep + `)?(?:an?` + sep + `)?(?:unrestricted|unfiltered|jailbroken|dan|evil|different` + sep + `(?:ai|assistant|model)|system|developer` + sep + `mode)\b`)},
+	{[]string{"mode"}, regexp.MustCompile(`\b(?:developer|dan|god|jailbreak)` + sep + `mode` + sep + `(?:enabled|on|activated)\b`)},
 	// Role tags and chat-template tokens, inner spaces allowed.
-	regexp.MustCompile(`<\s*/?\s*(?:system|assistant|user|human|developer|tool|tool_call|tool_calls|tool_result|tool_use|tool_response|function|function_call|function_calls|function_results|invoke|parameter|antml:[a-z_]+|memory|instructions?|prompt|context|im_start|im_end|inst|sys|start_of_turn|end_of_turn)\b[^>]*>`),
-	regexp.MustCompile(`<\s*\|\s*[a-z_]+\s*\|\s*>|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>|\|\s*(?:im_start|im_end|endoftext|eot_id)\s*\|`),
-	regexp.MustCompile(`(?:^|\n)\s*(?:human|assistant)\s*:\s*\S`),
+	{[]string{"<"}, regexp.MustCompile(`<\s*/?\s*(?:system|assistant|user|human|developer|tool|tool_call|tool_calls|tool_result|tool_use|tool_response|function|function_call|function_calls|function_results|invoke|parameter|antml:[a-z_]+|memory|instructions?|prompt|context|im_start|im_end|inst|sys|start_of_turn|end_of_turn)\b[^>]*>`)},
+	{[]string{"<", "[", "|"}, regexp.MustCompile(`<\s*\|\s*[a-z_]+\s*\|\s*>|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>|\|\s*(?:im_start|im_end|endoftext|eot_id)\s*\|`)},
+	{[]string{"human", "assistant"}, regexp.MustCompile(`(?:^|\n)\s*(?:human|assistant)\s*:\s*\S`)},
 	// Tool-call look-alikes.
-	regexp.MustCompile(`"(?:tool|tool_name|function_call|tool_calls|tool_use|tool_input)"\s*:`),
+	{[]string{`"tool`, `"function_call`}, regexp.MustCompile(`"(?:tool|tool_name|function_call|tool_calls|tool_use|tool_input)"\s*:`)},
 	// Fence and heading breakouts: a fence anywhere, a heading or a tag
 	// opening a line.
-	regexp.MustCompile("`{3,}|~{3,}"),
-	regexp.MustCompile(`(?:^|\n)\s*#{1,6}(?:\s|$)`),
+	{[]string{"```", "~~~"}, regexp.MustCompile("`{3,}|~{3,}")},
+	{[]string{"#"}, regexp.MustCompile(`(?:^|\n)\s*#{1,6}(?:\s|$)`)},
 	// pem's placeholders in page text: a page asking for a declared secret.
-	regexp.MustCompile(`\{\{\s*secret\s*:`),
+	{[]string{"{{"}, regexp.MustCompile(`\{\{\s*secret\s*:`)},
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // ScreenText returns the part of s (as normalized) that looks like a prompt
@@ -72,8 +89,11 @@ func ScreenText(s string) string {
 		return ""
 	}
 	n := ScreenNormalize(s)
-	for _, re := range injectionRes {
-		if m := re.FindString(n); m != "" {
+	for _, r := range injectionRes {
+		if !containsAny(n, r.triggers) {
+			continue
+		}
+		if m := r.re.FindString(n); m != "" {
 			if t := strings.Trim(m, " \n\"'*_([)]."); t != "" {
 				return t
 			}
@@ -91,12 +111,18 @@ func InjectedText(s string) string { return ScreenText(s) }
 // U+2029, VT, FF) a "\n"; every other space one " "; lower case; common
 // Cyrillic and Greek look-alikes folded to Latin.
 func ScreenNormalize(s string) string {
-	ascii := true
+	ascii, plain := true, true
 	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			ascii = false
-			break
+		c := s[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			ascii, plain = false, false
+		case c < 0x20 && c != '\n', c == 0x7f, 'A' <= c && c <= 'Z', c == ' ' && i > 0 && s[i-1] == ' ':
+			plain = false
 		}
+	}
+	if plain { // lower-case ASCII, single spaces: already what the screen reads
+		return s
 	}
 	if !ascii {
 		s = norm.NFKC.String(s)
@@ -110,7 +136,7 @@ func ScreenNormalize(s string) string {
 			b.WriteByte('\n')
 			space = false
 			continue
-		case invisible(r):
+		case r >= 0x7f && invisible(r), r < 0x20 && r != '\t':
 			continue
 		case unicode.IsSpace(r) || unicode.Is(unicode.Zs, r):
 			if !space {
@@ -121,8 +147,10 @@ func ScreenNormalize(s string) string {
 		}
 		space = false
 		r = unicode.ToLower(r)
-		if l, ok := lookalike[r]; ok {
-			r = l
+		if r >= 0x370 {
+			if l, ok := lookalike[r]; ok {
+				r = l
+			}
 		}
 		b.WriteRune(r)
 	}

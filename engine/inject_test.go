@@ -164,3 +164,17 @@ func short(s string) string {
 	}
 	return s
 }
+
+func BenchmarkInjectionTypicalTrace(b *testing.B) {
+	tr := &engine.Trace{Task: "read the star count of pemdev/pem", Intent: "star count", URL: "https://github.com/pemdev/pem",
+		Result: engine.Result{Answer: "1,234", FinalURL: "https://github.com/pemdev/pem", FinalTitle: "pemdev/pem: Progressive Experience Memory",
+			Extracted: map[string]string{"stars": "1,234", "forks": "56"}},
+		Steps: []engine.Step{{Action: "navigate", URL: "https://github.com/pemdev/pem", OK: true},
+			{Action: "click", Selector: "#repo-stars-counter-star", Fallbacks: []string{"a[href$='/stargazers']"}, OK: true},
+			{Action: "get_text", Selector: "span.Counter", Result: "The repository has 1,234 stars and 56 forks.", OK: true}}}
+	for b.Loop() {
+		if engine.Injection(tr) != "" {
+			b.Fatal("flagged")
+		}
+	}
+}
