@@ -121,6 +121,9 @@ func TestBinaryStderrNeverReadCannotStall(t *testing.T) {
 		if err != nil && !errorsAs(err, &ee) {
 			t.Fatalf("wait: %v", err)
 		}
+		if !cmd.ProcessState.Exited() || cmd.ProcessState.ExitCode() != 130 {
+			t.Errorf("after SIGTERM: %v, want exit status 130 (stopped by the server, not killed)", cmd.ProcessState)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("SIGTERM did not stop pem mcp")
 	}
@@ -181,5 +184,42 @@ func TestRateLimitSummarises(t *testing.T) {
 	rl.Flush(context.Background())
 	if !strings.Contains(buf.String(), "(repeats summarised)") || !strings.Contains(buf.String(), "suppressed=8") {
 		t.Errorf("Flush: %s", buf.String())
+	}
+}
+
+// SIGINT stops the server too, while a client holds stdin open.
+func TestBinarySIGINTStops(t *testing.T) {
+	dir := newTree(t)
+	cmd := exec.Command(pemBinary(t), "mcp", "--knowledge", dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"int","version":"1"}}}`+"\n")
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		if !cmd.ProcessState.Exited() {
+			t.Errorf("not exited: %v", cmd.ProcessState)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGINT did not stop pem mcp")
 	}
 }
