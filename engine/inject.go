@@ -50,6 +50,7 @@ var injectionRes = []injectionRule{
 		`(?:(?:all|any|every|each|the|of|your|my|these|those|everything|what(?:` + sep + `(?:was|is|you|were))?|that|you|were|been|have|told|given|said)` + sep + `)*` +
 		`(?:previous|previously|prior|above|earlier|preceding|former|foregoing|original|initial|system|developer|old|past|before)` +
 		`(?:` + sep + `(?:\p{L}+` + sep + `)?(?:instructions?|prompts?|messages?|directions?|directives?|commands?|rules?|guidelines?|context|orders?|guidance|conversation|text|content|inputs?|constraints?|policy|policies|programming|settings?|tasks?)` + we + `|\s*(?:[^\p{L}\p{N}\s]|$|\n)|` + sep + `(?:and|then|now|instead)` + we + `)`)},
+	{[]string{"ignore", "disregard", "forget", "override", "bypass"}, regexp.MustCompile(wb + `(?:ignore|disregard|forget|override|bypass)` + sep + `(?:all` + sep + `)?(?:of` + sep + `)?(?:your|my|these|any)` + sep + `(?:\p{L}+` + sep + `)?(?:instructions|prompts?|rules|guidelines|directives|programming|guardrails|restrictions|constraints)` + we)},
 	{[]string{"forget", "ignore", "disregard"}, regexp.MustCompile(`\b(?:forget|ignore|disregard)` + sep + `(?:everything|all)` + sep + `(?:you|above|before|prior|previous|earlier|said|that|i)\b`)},
 	{[]string{"not"}, regexp.MustCompile(`\b` + phrase("do", "not", `(?:follow|obey|listen`+sep+`to)`) + sep + `(?:your|the|any|those)` + sep + `(?:previous|prior|original|system|earlier|above)`)},
 	{[]string{"now"}, regexp.MustCompile(`\byou` + sep + `are` + sep + `now` + sep + `(?:(?:an?|the|my|in)` + sep + `)?(?:different|new|unrestricted|unfiltered|uncensored|jailbroken|evil|dan|developer|god|admin(?:istrator)?|root|free|no` + sep + `longer)\b`)},
@@ -68,7 +69,8 @@ var injectionRes = []injectionRule{
 	// Fence and heading breakouts: a fence anywhere, a heading or a tag
 	// opening a line.
 	{[]string{"```", "~~~"}, regexp.MustCompile("`{3,}|~{3,}")},
-	{[]string{"#"}, regexp.MustCompile(`(?:^|\n)\s*#{1,6}(?:\s|$)`)},
+	{[]string{"#"}, regexp.MustCompile(`(?:^|\n)\s*#{1,6}(?:\s|$)|#{2,}\s*(?:system|instructions?|assistant|prompt)\b`)},
+	{[]string{"["}, regexp.MustCompile(`\[\s*/?\s*(?:system|assistant)\s*\]`)},
 	// pem's placeholders in page text: a page asking for a declared secret.
 	{[]string{"{{"}, regexp.MustCompile(`\{\{\s*secret\s*:`)},
 }

@@ -64,8 +64,8 @@ type secretRule struct {
 // x-amz-signature) count; the weak short words (key, sid, auth, session,
 // pass, pin, otp) only on their own, and only as name=value.
 const (
-	credNameStrong = `(?:(?:[a-z0-9]+[_.-])*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|signature|credentials?|session[_-]?id|sessid|jsessionid|phpsessid|jwt|code[_-]?verifier))`
-	credName       = `(?:` + credNameStrong + `|key|sid|auth|session|sig|pass|pin|otp)`
+	credNameStrong = `(?:[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|private[_-]?key|signature|credentials?|session[_-]?id|sessid|jsessionid|phpsessid|jwt|code[_-]?verifier))`
+	credName       = `(?:` + credNameStrong + `|key|sid|auth|session|sig|pass|pw|pin|otp)`
 )
 
 var secretRules = []secretRule{
@@ -91,13 +91,15 @@ var secretRules = []secretRule{
 		re: regexp.MustCompile(`\bsk-(?:ant-(?:api03-|admin01-)?|proj-|live-|svcacct-|admin-)?[A-Za-z0-9_\-]{24,}`)},
 	{kind: SecretPackageToken, triggers: []string{"npm_", "hf_", "sg.", "pypi-", "_v1_", "shpat_", "shpss_", "shpca_", "shppa_"},
 		re: regexp.MustCompile(`\b(?:npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}|pypi-AgE[A-Za-z0-9_\-]{50,}|do[por]_v1_[a-f0-9]{64}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})\b`)},
+	{kind: SecretPackageToken, triggers: []string{"xapp-", "sq0", "dapi", "hvs.", "dp.pt.", "lin_api_", "figd_", "glsa_", "atatt3", "key-"},
+		re: regexp.MustCompile(`\b(?:xapp-\d-[A-Za-z0-9-]{10,}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}|dapi[a-f0-9]{32}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{40}|figd_[A-Za-z0-9_\-]{40,}|glsa_[A-Za-z0-9_]{32,}|ATATT3[A-Za-z0-9_\-=]{50,}|key-[a-f0-9]{32})\b`)},
 	{kind: SecretJWT, triggers: []string{"eyj"},
 		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{8,}`)},
 	// Headers: the whole value, scheme included, to the end of the line.
 	{kind: SecretAuthHeader, triggers: []string{"authorization"}, group: 1, valid: credentialValue,
 		re: regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?([^\r\n"'<>]+)`)},
 	{kind: SecretCookie, triggers: []string{"cookie"}, group: 1,
-		re: regexp.MustCompile(`(?i)\b(?:set-)?cookie["']?\s*[:=]\s*["']?([^\s=;:"',]+=[^\r\n"']*)`)},
+		re: regexp.MustCompile(`(?i)\b(?:set-)?cookies?["']?\s*[:=]\s*["']?([^\s=;:"',]+=[^\r\n"']*)`)},
 	{kind: SecretBearer, triggers: []string{"bearer"}, group: 1, valid: tokenLike,
 		re: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{12,}=*)`)},
 	{kind: SecretBearer, triggers: []string{"token"}, group: 1, valid: tokenLike,

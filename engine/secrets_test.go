@@ -57,6 +57,9 @@ func canaries() []canary {
 		{engine.SecretParam, `{"client_secret": "F4KEcl1entsecret"}`, "F4KEcl1entsecret"},
 		{engine.SecretParam, "X-Api-Key: F4KEhdrk3y", "F4KEhdrk3y"},
 		{engine.SecretParam, "?sid=F4KEs1d&sig=F4KEs1g", "F4KEs1g"},
+		{engine.SecretParam, `{"accessToken": "F4KEcamel7"}`, "F4KEcamel7"},
+		{engine.SecretParam, "DefaultEndpointsProtocol=https;AccountKey=F4KEazure9==;", "F4KEazure9"},
+		{engine.SecretCookie, `"cookies": "sid=F4KEjsoncookie"`, "F4KEjsoncookie"},
 		{engine.SecretParam, "https://example.com/?next=%2Flogin%3Fpassword%3DF4KEenc0ded%26x%3D1", "F4KEenc0ded"},
 		{engine.SecretAuthHeader, "h=Authorization%253A%2520Bearer%2520F4KEtwice0123456", "F4KEtwice0123456"},
 	}
