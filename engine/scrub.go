@@ -34,8 +34,11 @@ func ScrubTrace(t *Trace) {
 		}
 		f(p+"value", &s.Value)
 		f(p+"param", &s.Param)
+		u, dropped := cleanURL(s.URL)
+		if s.URL = u; dropped {
+			t.addRedaction(p + "url: " + string(SecretURLUserinfo))
+		}
 		f(p+"url", &s.URL)
-		s.URL = CleanURL(s.URL)
 		f(p+"error", &s.Error)
 		f(p+"error_kind", &s.ErrorKind)
 		f(p+"result", &s.Result)
@@ -56,8 +59,11 @@ func ScrubTrace(t *Trace) {
 		f(fmt.Sprintf("params[%d]", i), &t.Params[i])
 	}
 	f("result.answer", &t.Result.Answer)
+	u, dropped := cleanURL(t.Result.FinalURL)
+	if t.Result.FinalURL = u; dropped {
+		t.addRedaction("result.final_url: " + string(SecretURLUserinfo))
+	}
 	f("result.final_url", &t.Result.FinalURL)
-	t.Result.FinalURL = CleanURL(t.Result.FinalURL)
 	f("result.final_title", &t.Result.FinalTitle)
 	if len(t.Result.Extracted) > 0 {
 		ex := make(map[string]string, len(t.Result.Extracted))
@@ -318,12 +324,18 @@ func ScrubJSON(data []byte) []byte {
 }
 
 // CleanURL is how a step's or the final URL is stored: control characters
-// (CR, LF, NUL, tabs) removed and, when it is an http(s) URL pem can
-// normalize, the normalized form with its fragment kept (single-page apps
-// route on it); anything else (about:blank, a relative link) as cleaned.
+// (CR, LF, NUL, tabs) removed and, for an http(s) URL, the userinfo dropped
+// and the scheme and host lower-cased. It stays the URL the run visited
+// (www., query and fragment kept): replay navigates to it.
 func CleanURL(raw string) string {
+	out, _ := cleanURL(raw)
+	return out
+}
+
+// cleanURL is CleanURL, and reports whether it dropped userinfo.
+func cleanURL(raw string) (string, bool) {
 	if raw == "" {
-		return ""
+		return "", false
 	}
 	clean := strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029 {
@@ -332,15 +344,17 @@ func CleanURL(raw string) string {
 		return r
 	}, raw)
 	clean = strings.TrimSpace(clean)
-	if !strings.HasPrefix(strings.ToLower(clean), "http://") && !strings.HasPrefix(strings.ToLower(clean), "https://") {
-		return clean
+	l := strings.ToLower(clean)
+	if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
+		return clean, false
 	}
-	n, err := NormalizeURL(clean)
-	if err != nil {
-		return clean
+	u, err := url.Parse(clean)
+	if err != nil || u.Host == "" {
+		return clean, false
 	}
-	if u, err := url.Parse(clean); err == nil && u.Fragment != "" {
-		return n.URL + "#" + u.EscapedFragment()
-	}
-	return n.URL
+	user := u.User != nil
+	u.User = nil
+	u.Scheme = strings.ToLower(u.Scheme)
+	u.Host = strings.ToLower(u.Host)
+	return u.String(), user
 }

@@ -35,6 +35,16 @@ func TestNormalizeURLRefusesHostileHostsAndPorts(t *testing.T) {
 	if got := engine.CleanURL("https://example.com/a\r\nSet-Cookie: x=1"); got == "" || containsCRLF(got) {
 		t.Errorf("CleanURL kept CR/LF: %q", got)
 	}
+	// ...and stay the URL the run visited: replay navigates to it.
+	for raw, want := range map[string]string{
+		"https://WWW.Example.com/a?utm_source=x#/route": "https://www.example.com/a?utm_source=x#/route",
+		"https://user:pw@example.com/x":                 "https://example.com/x",
+		"about:blank":                                   "about:blank",
+	} {
+		if got := engine.CleanURL(raw); got != want {
+			t.Errorf("CleanURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
 }
 
 func containsCRLF(s string) bool {
