@@ -317,7 +317,7 @@ func commitMessage(plan *Changeset) string {
 		verified[e.Key] = e.Verified
 	}
 	for _, c := range plan.Changes {
-		if c.Kind != KindFold && c.Kind != KindSkip && !verified[c.Key] {
+		if c.Kind != KindFold && c.Kind != KindSkip && c.Kind != KindQuarantine && !verified[c.Key] {
 			body = append(body, c.String())
 		}
 	}
@@ -337,7 +337,7 @@ func commitMessage(plan *Changeset) string {
 func verifyMessage(plan *Changeset, e *Entry) string {
 	var body []string
 	for _, c := range plan.Changes {
-		if c.Key == e.Key && c.Kind != KindFold && c.Kind != KindSkip && c.Kind != KindExpire {
+		if c.Key == e.Key && c.Kind != KindFold && c.Kind != KindSkip && c.Kind != KindExpire && c.Kind != KindQuarantine {
 			body = append(body, c.String())
 		}
 	}

@@ -217,6 +217,10 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 		}
 	}
 	c.save(files)
+	// Links the listings met are reported, never silently skipped.
+	if l, ok := st.(interface{ SkippedLinks() []string }); ok {
+		in.Warnings = append(in.Warnings, l.SkippedLinks()...)
+	}
 	return in, nil
 }
 

@@ -46,6 +46,9 @@ const (
 	KindVerify  Kind = "verify"  // promotion to verified (its own commit)
 	KindContest Kind = "contest" // verified → contested
 	KindExpire  Kind = "expire"  // a folded trace older than ttl_days is deleted
+	// KindQuarantine: a trace the injection screen flags (engine.Injection)
+	// is not folded: no evidence, never the route; it expires like any other.
+	KindQuarantine Kind = "quarantine"
 )
 
 // Change is one decision of a plan, with its reason.
@@ -78,6 +81,8 @@ func (c Change) String() string {
 		return fmt.Sprintf("contest %s r%s: %s", c.Key, c.Revision, c.Reason)
 	case KindExpire:
 		return fmt.Sprintf("expire trace %s (%s): %s", c.Trace, c.Key.Domain, c.Reason)
+	case KindQuarantine:
+		return fmt.Sprintf("quarantine trace %s of %s: %s", c.Trace, c.Key, c.Reason)
 	}
 	return fmt.Sprintf("%s %s: %s", c.Kind, c.Key, c.Reason)
 }
@@ -167,6 +172,9 @@ func (p *Changeset) Summary() string {
 	if n := len(p.Expire); n > 0 {
 		parts = append(parts, fmt.Sprintf("expired %d %s", n, plural(n, "trace", "traces")))
 	}
+	if n := p.Count(KindQuarantine); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d quarantined %s left out", n, plural(n, "trace", "traces")))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -234,6 +242,7 @@ func Plan(now time.Time, in Input) *Changeset {
 	})
 	work := map[Key]*engine.Experience{}
 	newTraces := map[Key][]*engine.Trace{}
+	quarantined := map[string]Key{}
 	for _, t := range traces {
 		if t == nil {
 			continue
@@ -252,6 +261,12 @@ func Plan(now time.Time, in Input) *Changeset {
 		if why, ok := in.Broken[k]; ok {
 			plan.Changes = append(plan.Changes, Change{Kind: KindSkip, Trace: t.ID, Key: k,
 				Reason: "the files of " + k.String() + " cannot be read (" + why + "); fold after fixing them"})
+			continue
+		}
+		if why := engine.Injection(t); why != "" {
+			quarantined[t.ID] = k
+			plan.Changes = append(plan.Changes, Change{Kind: KindQuarantine, Trace: t.ID, Key: k,
+				Reason: "it looks like a prompt injection (" + why + "): it counts as no evidence and teaches memory nothing; review it, then delete it or let it expire"})
 			continue
 		}
 		x := work[k]
@@ -366,6 +381,12 @@ func Plan(now time.Time, in Input) *Changeset {
 			continue
 		}
 		k, ok := folded[ref.ID]
+		if qk, q := quarantined[ref.ID]; q && !ok {
+			plan.Expire = append(plan.Expire, ref)
+			plan.Changes = append(plan.Changes, Change{Kind: KindExpire, Trace: ref.ID, Key: qk,
+				Reason: fmt.Sprintf("age %d days > ttl_days %d; quarantined, it was never evidence", age, p.TTLDays)})
+			continue
+		}
 		if !ok {
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("trace %s (%s, %s) is older than ttl_days but was never folded: it is kept until it can be read", ref.ID, ref.Domain, ref.Day))
 			continue
@@ -576,6 +597,9 @@ func derive(f *engine.Facts, x *engine.Experience, route *engine.Trace, fresh []
 			f.Provenance.FirstSeen = first
 		}
 	}
+	// Secrets the save did not remove (a trace written before the scrubber,
+	// a hand edit) never reach a facts file.
+	engine.ScrubFacts(f)
 	f.Revision = f.ContentHash()
 }
 

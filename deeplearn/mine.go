@@ -231,6 +231,9 @@ func Mine(in Input) Proposal {
 	f.Provenance.Sources = mergeStrings(f.Provenance.Sources, []string{Source})
 
 	f.Status = status(in, traces, f.HasPageText())
+	// The scrubber's rules (engine.ScrubFacts): secrets in traces written
+	// before it, or in the current entry, never reach a proposal.
+	engine.ScrubFacts(f)
 	f.Revision = f.ContentHash()
 
 	if cur != nil {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -48,43 +47,10 @@ func (p CheckProblem) String() string {
 	return b.String()
 }
 
-// checkRule is one shape of secret.
-type checkRule struct {
-	name string
-	re   *regexp.Regexp
-	// group is the submatch holding the value (0: the whole match), checked
-	// against placeholders.
-	group int
-}
-
-var checkRules = []checkRule{
-	{name: "a private key", re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----`)},
-	{name: "an AWS access key id", re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{name: "an AWS secret access key", re: regexp.MustCompile(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})`), group: 1},
-	{name: "a GitHub token", re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b`)},
-	{name: "a Slack token", re: regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-	{name: "a Google API key", re: regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`)},
-	{name: "an API secret key (sk-…)", re: regexp.MustCompile(`\bsk-(?:ant-|proj-|live-)?[A-Za-z0-9_\-]{24,}`)},
-	{name: "a JSON web token", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
-	{name: "a bearer token", re: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{20,}=*)`), group: 1},
-	{name: "a password in a URL", re: regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@"']+:([^/\s:@"']+)@`), group: 1},
-	{name: "a password assignment", re: regexp.MustCompile(`(?i)\b(?:password|passwd|pwd|passphrase|secret|client_secret|api_?key|access_?token|auth_?token)\b["']?\s*[=:]\s*["']?([^\s"'&,;{}\[\]]{4,}|\{\{[^}]*\}\})`), group: 1},
-}
-
-// checkHarmless are values that are not secrets: pem's placeholders and the
-// usual empties.
-func checkHarmless(v string) bool {
-	l := strings.ToLower(strings.Trim(v, `"' `))
-	switch l {
-	case "null", "none", "nil", "true", "false", "redacted", "xxxx", "****", "changeme", "example", "<redacted>", "[redacted]":
-		return true
-	}
-	return strings.HasPrefix(v, "{{") || strings.Trim(l, "*x•.") == ""
-}
-
-// CheckSecrets scans one file's bytes for common secret shapes (private keys,
-// AWS keys, GitHub and Slack tokens, API keys, JWTs, bearer tokens, passwords
-// in URLs and password= assignments) and for the literal values given (name →
+// CheckSecrets scans one file's bytes for the secrets engine.FindSecrets
+// detects (the scrubber's rules: private keys, cloud, GitHub, GitLab, Slack
+// and Stripe tokens, JWTs, Authorization headers, Bearer and Basic
+// credentials, cookies, URL userinfo, credential parameters) and for the literal values given (name →
 // value, e.g. the environment variables listed in PEM_SECRET_ENV; values
 // shorter than 4 characters are ignored, as in Redact). pem's
 // placeholders ({{secret:NAME}}, {{redacted}}) are not secrets. A problem
@@ -95,23 +61,20 @@ func CheckSecrets(path string, data []byte, values map[string]string) []CheckPro
 	lineOf := func(off int) int { return strings.Count(text[:off], "\n") + 1 }
 	seen := map[string]bool{}
 	add := func(off int, what string) {
-		msg := fmt.Sprintf("line %d holds %s: remove it (and rotate it), then keep it out with {{secret:NAME}} placeholders", lineOf(off), what)
+		where := fmt.Sprintf("line %d", lineOf(off))
+		if f := yamlFieldAt(text, off); f != "" {
+			where += " (field " + f + ")"
+		}
+		msg := fmt.Sprintf("%s holds %s: remove it (and rotate it), then keep it out with {{secret:NAME}} placeholders", where, what)
 		if !seen[msg] {
 			seen[msg] = true
 			out = append(out, CheckProblem{Kind: CheckSecret, Path: path, Msg: msg})
 		}
 	}
-	for _, r := range checkRules {
-		for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
-			v := text[m[0]:m[1]]
-			if r.group > 0 && len(m) > 2*r.group+1 && m[2*r.group] >= 0 {
-				v = text[m[2*r.group]:m[2*r.group+1]]
-			}
-			if checkHarmless(v) || strings.HasSuffix(text[:m[0]], "{{") { // {{secret:NAME}} itself
-				continue
-			}
-			add(m[0], r.name)
-		}
+	// The scrubber's own detection: what pem check forbids is exactly what
+	// a save would have removed.
+	for _, h := range FindSecrets(text) {
+		add(h.Offset, article(string(h.Kind)))
 	}
 	names := make([]string, 0, len(values))
 	for n := range values {
@@ -187,4 +150,25 @@ func CheckPRChange(path string, added, deleted bool) *CheckProblem {
 			Msg: "edits a verdict: verdicts are immutable; restore it (git checkout <base> -- " + path + ") and judge a newer run instead"}
 	}
 	return nil
+}
+
+// yamlFieldAt names the YAML key of the line holding off ("answer",
+// "result"), or "" when the line has none.
+func yamlFieldAt(text string, off int) string {
+	start := strings.LastIndexByte(text[:off], '\n') + 1
+	line := strings.TrimLeft(text[start:off], " ")
+	line = strings.TrimPrefix(line, "- ")
+	k, _, ok := strings.Cut(line, ":")
+	if !ok || k == "" || strings.ContainsAny(k, " \"'{[") {
+		return ""
+	}
+	return k
+}
+
+// article prefixes "a" or "an".
+func article(s string) string {
+	if s != "" && strings.ContainsRune("AEIOaeio", rune(s[0])) {
+		return "an " + s
+	}
+	return "a " + s
 }

@@ -16,13 +16,14 @@ func TestCheckSecrets(t *testing.T) {
 		values map[string]string
 		want   string // substring of the one problem, "" for none
 	}{
-		{"github token", "steps:\n  - value: " + gh + "\n", nil, "line 2 holds a GitHub token"},
+		{"github token", "steps:\n  - value: " + gh + "\n", nil, "line 2 (field value) holds a GitHub token"},
 		{"aws key", "note: " + aws, nil, "an AWS access key id"},
 		{"private key", "x: |\n  " + key + "\n", nil, "line 2 holds a private key"},
-		{"password assignment", "url: https://e.com/login?user=bob&password=hunter22\n", nil, "a password assignment"},
-		{"password yaml key", "password: s3cretvalue\n", nil, "a password assignment"},
-		{"password in url", "url: https://bob:hunter22@example.com/x\n", nil, "a password in a URL"},
-		{"bearer", "error: 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345'\n", nil, "a bearer token"},
+		{"password assignment", "url: https://e.com/login?user=bob&password=hunter22\n", nil, "a credential parameter"},
+		{"password yaml key", "password: s3cretvalue\n", nil, "line 1 (field password) holds a credential parameter"},
+		{"password in url", "url: https://bob:hunter22@example.com/x\n", nil, "a credential in a URL"},
+		{"bearer", "error: 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345'\n", nil, "line 1 (field error) holds an Authorization header"},
+		{"cookie", "result: 'Set-Cookie: sessionid=abcd1234efgh; Path=/'\n", nil, "a cookie"},
 		{"slack", "hint: xoxb-1234567890-abcdef\n", nil, "a Slack token"},
 		{"jwt", "value: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U\n", nil, "a JSON web token"},
 		{"env value", "value: tr0ub4dor&3\n", map[string]string{"SITE_PASSWORD": "tr0ub4dor&3"}, "the value of $SITE_PASSWORD"},

@@ -15,5 +15,6 @@
 // engine is the centre: every other package (store, consolidate, deeplearn,
 // agent) imports it and none of them is imported here. It does no I/O of its
 // own: no files, no git, no browser, no CLI. Its only dependencies are the
-// standard library, golang.org/x/net/idna for host names, and yaml tags.
+// standard library, golang.org/x/net/idna for host names, golang.org/x/text
+// (NFKC for the injection screen), and yaml tags.
 package engine

@@ -101,6 +101,9 @@ type SaveResult struct {
 	// provenance and counts neither as a success nor as a failure.
 	Lesson  bool   `json:"lesson"`
 	Message string `json:"message,omitempty"`
+	// Quarantined says why the run looks like a prompt injection: it is
+	// kept, but counts as no evidence and teaches memory nothing.
+	Quarantined string `json:"quarantined,omitempty"`
 }
 
 // BuildTrace turns a request into the trace Save would store (redacted, with a
@@ -302,7 +305,8 @@ func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult,
 		return nil, fmt.Errorf("saving trace %s: %w", t.ID, err)
 	}
 	res := &SaveResult{Saved: true, ID: t.ID, Domain: t.Domain, Intent: t.Intent, IntentKey: t.IntentKey,
-		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory, Lesson: len(t.Steps) == 0}
+		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory, Lesson: len(t.Steps) == 0,
+		Quarantined: Injection(t)}
 	if res.Lesson {
 		res.Message = "a lesson: the facts patch is applied and the save recorded for provenance; with no steps it is no evidence (neither a success nor a failure)"
 	}
@@ -324,6 +328,9 @@ func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult,
 
 // patchFacts merges p into the entry of t. The caller holds the store's lock.
 func (e *Engine) patchFacts(ctx context.Context, t *Trace, p *Patch, res *SaveResult) error {
+	if refused, err := screenPatch(&p, res); refused || err != nil {
+		return err
+	}
 	f, err := e.Store.Facts(ctx, t.Domain, t.IntentKey)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -361,6 +368,10 @@ type entry struct {
 	pending  []*Trace // traces not yet folded, oldest first
 	patterns []string
 	types    []string
+
+	// quarantined: unfolded traces the injection screen flagged ("id: why");
+	// they count as no evidence.
+	quarantined []string
 }
 
 // domainEntries gathers a domain's entries from facts, experience and the
@@ -456,6 +467,10 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 		en := get(t.IntentKey)
 		if en.intent == "" {
 			en.intent = t.Intent
+		}
+		if why := Injection(t); why != "" {
+			en.quarantined = append(en.quarantined, t.ID+": "+why)
+			continue
 		}
 		en.pending = append(en.pending, t)
 		if !contains(en.patterns, t.URLPattern) {
@@ -773,6 +788,9 @@ type ListEntry struct {
 	LessonCount       int `json:"lesson_count"`
 	JudgedWrongCount  int `json:"judged_wrong_count"`
 	ConfirmedCount    int `json:"confirmed_count"`
+	// Quarantined lists the runs kept out of the evidence because they look
+	// like a prompt injection ("<trace id>: <why>").
+	Quarantined []string `json:"quarantined,omitempty"`
 }
 
 // ListResult is the experience_list answer.
@@ -836,7 +854,8 @@ func (e *Engine) List(ctx context.Context, req ListRequest) (*ListResult, error)
 				TaskTypes: dedupe(en.types), Confidence: r.Confidence, RetrievalTier: r.Tier, Status: r.Status,
 				LastVerified: r.LastVerified, SuccessCount: r.SuccessCount, FailureCount: r.FailureCount,
 				AbortedCount: r.AbortedCount, PlannerErrorCount: r.PlannerErrorCount, LessonCount: r.LessonCount,
-				JudgedWrongCount: r.JudgedWrongCount, ConfirmedCount: r.ConfirmedCount}
+				JudgedWrongCount: r.JudgedWrongCount, ConfirmedCount: r.ConfirmedCount,
+				Quarantined: en.quarantined}
 			all = append(all, le)
 		}
 	}

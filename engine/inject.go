@@ -2,38 +2,249 @@ package engine
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
-// A run whose page text tries to instruct the agent must not teach memory
-// anything: neither the route the engine answers from unconsolidated traces,
-// nor the one consolidation records, nor deep-learn's proposals. This is the
-// one rule all three use.
+// A run whose text tries to instruct the agent must not teach memory
+// anything: it is quarantined — no evidence, not the engine's route from
+// unconsolidated traces, not consolidation's route, not deep-learn's
+// proposals — and a facts patch carrying such text is refused. This is the
+// one screen all of them use.
+//
+// The screen reads text after ScreenNormalize (NFKC, invisible characters
+// removed, every space folded, lower case, look-alike letters folded), so
+// that non-breaking spaces, soft hyphens, full-width letters and doubled
+// spaces change nothing.
 
-var injectionRe = regexp.MustCompile(`(?i)(ignore (all |any |the )?(previous|prior|above|earlier) (instructions|prompts?|messages?)|disregard (the |all |any )?(previous|prior|above)|forget (all |your )?(previous |prior )?instructions|you are now|new instructions:|(reveal|print|show|output|repeat) (your |the )?system prompt|^\s*#{1,6}\s|\n\s*#{1,6}\s|</?(system|assistant|user|tool_call|tool_use|function_call|function_calls|invoke|memory)\b[^>]*>|"(tool|tool_name|function_call|tool_calls)"\s*:|\{\{secret:|` + "```" + `)`)
+// word separators between the words of a phrase: anything not a letter or digit.
+const sep = `[^\p{L}\p{N}]+`
 
-// InjectedText returns the part of s that looks like a prompt injection, or "".
-func InjectedText(s string) string { return injectionRe.FindString(s) }
+func phrase(words ...string) string { return strings.Join(words, sep) }
 
-// Injection reports why a trace's page-derived text looks like a prompt
-// injection ("" when it does not): instruction overrides, text that would
-// close or open a Memory block or a heading, tool-call look-alikes. It reads
-// the answer, the final title, the extracted values, the steps' results, and
-// the selectors (a selector can quote page text).
-func Injection(t *Trace) string {
-	check := func(where, s string) string {
-		if m := injectionRe.FindString(s); m != "" {
-			return fmt.Sprintf("%s contains %q", where, strings.TrimSpace(m))
+// wb and we bound a phrase: a letter or digit may not touch it (unlike \b,
+// an underscore may: "__ignore__").
+const (
+	wb = `(?:^|[^\p{L}\p{N}])`
+	we = `(?:[^\p{L}\p{N}]|$)`
+)
+
+// injectionRule is one shape of injection; it runs only when one of its
+// triggers (plain substrings of the normalized text) occurs, which keeps
+// the screen cheap on ordinary text.
+type injectionRule struct {
+	triggers []string
+	re       *regexp.Regexp
+}
+
+var injectionRes = []injectionRule{
+	// Instruction overrides: "ignore all previous instructions", "disregard
+	// earlier", "forget everything above", "override the system prompt".
+	{[]string{"ignore", "disregard", "forget", "override", "overrule", "bypass", "neglect", "abandon", "discard", "drop", "skip"}, regexp.MustCompile(wb + `(?:ignore|disregard|forget|override|overrule|bypass|neglect|abandon|discard|drop|skip)` + sep +
+		`(?:(?:all|any|every|each|the|of|your|my|these|those|everything|what(?:` + sep + `(?:was|is|you|were))?|that|you|were|been|have|told|given|said)` + sep + `)*` +
+		`(?:previous|previously|prior|above|earlier|preceding|former|foregoing|original|initial|system|developer|old|past|before)` +
+		`(?:` + sep + `(?:\p{L}+` + sep + `)?(?:instructions?|prompts?|messages?|directions?|directives?|commands?|rules?|guidelines?|context|orders?|guidance|conversation|text|content|inputs?|constraints?|policy|policies|programming|settings?|tasks?)` + we + `|\s*(?:[^\p{L}\p{N}\s]|$|\n)|` + sep + `(?:and|then|now|instead)` + we + `)`)},
+	{[]string{"ignore", "disregard", "forget", "override", "bypass"}, regexp.MustCompile(wb + `(?:ignore|disregard|forget|override|bypass)` + sep + `(?:all` + sep + `)?(?:of` + sep + `)?(?:your|my|these|any)` + sep + `(?:\p{L}+` + sep + `)?(?:instructions|prompts?|rules|guidelines|directives|programming|guardrails|restrictions|constraints)` + we)},
+	{[]string{"forget", "ignore", "disregard"}, regexp.MustCompile(`\b(?:forget|ignore|disregard)` + sep + `(?:everything|all)` + sep + `(?:you|above|before|prior|previous|earlier|said|that|i)\b`)},
+	{[]string{"not"}, regexp.MustCompile(`\b` + phrase("do", "not", `(?:follow|obey|listen`+sep+`to)`) + sep + `(?:your|the|any|those)` + sep + `(?:previous|prior|original|system|earlier|above)`)},
+	{[]string{"now"}, regexp.MustCompile(`\byou` + sep + `are` + sep + `now` + sep + `(?:(?:an?|the|my|in)` + sep + `)?(?:different|new|unrestricted|unfiltered|uncensored|jailbroken|evil|dan|developer|god|admin(?:istrator)?|root|free|no` + sep + `longer)\b`)},
+	{[]string{"now"}, regexp.MustCompile(`\bfrom` + sep + `now` + sep + `on` + sep + `(?:you|your|ignore|disregard|act|respond|only)\b`)},
+	{[]string{"instruction", "prompt", "directive", "order"}, regexp.MustCompile(`\b(?:new|updated|revised|real|actual|true|additional|secret|hidden|override|important|urgent|system)` + sep + `(?:system` + sep + `)?(?:instructions?|prompt|directives?|orders?)\s*:`)},
+	{[]string{"system"}, regexp.MustCompile(`\bsystem` + sep + `(?:prompt|message|override|instruction)s?\s*:`)},
+	{[]string{"system", "instructions", "prompt"}, regexp.MustCompile(`\b(?:reveal|print|show|output|repeat|leak|display|dump|disclose|tell` + sep + `me|give` + sep + `me|what` + sep + `(?:is|are))` + sep + `(?:(?:your|the|me|all|of)` + sep + `)*(?:system` + sep + `prompt|initial` + sep + `(?:instructions|prompt)|hidden` + sep + `(?:instructions|prompt)|(?:instructions|prompt)` + sep + `above)`)},
+	{[]string{"act", "behave", "pretend", "roleplay"}, regexp.MustCompile(`\b(?:act|behave|pretend|roleplay)` + sep + `(?:as|like|to` + sep + `be)` + sep + `(?:if` + sep + `)?(?:you` + sep + `(?:are|were)` + sep + `)?(?:an?` + sep + `)?(?:unrestricted|unfiltered|jailbroken|dan|evil|different` + sep + `(?:ai|assistant|model)|system|developer` + sep + `mode)\b`)},
+	{[]string{"mode"}, regexp.MustCompile(`\b(?:developer|dan|god|jailbreak)` + sep + `mode` + sep + `(?:enabled|on|activated)\b`)},
+	// Role tags and chat-template tokens, inner spaces allowed.
+	{[]string{"<"}, regexp.MustCompile(`<\s*/?\s*(?:system|assistant|user|human|developer|tool|tool_call|tool_calls|tool_result|tool_use|tool_response|function|function_call|function_calls|function_results|invoke|parameter|antml:[a-z_]+|memory|instructions?|prompt|context|im_start|im_end|inst|sys|start_of_turn|end_of_turn)\b[^>]*>`)},
+	{[]string{"<", "[", "|"}, regexp.MustCompile(`<\s*\|\s*[a-z_]+\s*\|\s*>|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>|\|\s*(?:im_start|im_end|endoftext|eot_id)\s*\|`)},
+	{[]string{"human", "assistant"}, regexp.MustCompile(`(?:^|\n)\s*(?:human|assistant)\s*:\s*\S`)},
+	// Tool-call look-alikes.
+	{[]string{`"tool`, `"function_call`}, regexp.MustCompile(`"(?:tool|tool_name|function_call|tool_calls|tool_use|tool_input)"\s*:`)},
+	// Fence and heading breakouts: a fence anywhere, a heading or a tag
+	// opening a line.
+	{[]string{"```", "~~~"}, regexp.MustCompile("`{3,}|~{3,}")},
+	{[]string{"#"}, regexp.MustCompile(`(?:^|\n)\s*#{1,6}(?:\s|$)|#{2,}\s*(?:system|instructions?|assistant|prompt)\b`)},
+	{[]string{"["}, regexp.MustCompile(`\[\s*/?\s*(?:system|assistant)\s*\]`)},
+	// pem's placeholders in page text: a page asking for a declared secret.
+	{[]string{"{{"}, regexp.MustCompile(`\{\{\s*secret\s*:`)},
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
 		}
+	}
+	return false
+}
+
+// ScreenText returns the part of s (as normalized) that looks like a prompt
+// injection, or "".
+func ScreenText(s string) string {
+	if s == "" {
 		return ""
 	}
-	if w := check("answer", t.Result.Answer); w != "" {
-		return w
+	n := ScreenNormalize(s)
+	for _, r := range injectionRes {
+		if !containsAny(n, r.triggers) {
+			continue
+		}
+		if m := r.re.FindString(n); m != "" {
+			if t := strings.Trim(m, " \n\"'*_([)]."); t != "" {
+				return t
+			}
+			return strings.TrimSpace(m)
+		}
 	}
-	if w := check("final title", t.Result.FinalTitle); w != "" {
-		return w
+	return ""
+}
+
+// InjectedText is ScreenText (the name deep-learn uses).
+func InjectedText(s string) string { return ScreenText(s) }
+
+// ScreenNormalize is the text the screen reads: NFKC; zero-width, soft
+// hyphen, bidi and tag characters removed; every line break (CR, NEL, U+2028,
+// U+2029, VT, FF) a "\n"; every other space one " "; lower case; common
+// Cyrillic and Greek look-alikes folded to Latin.
+func ScreenNormalize(s string) string {
+	ascii, plain := true, true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			ascii, plain = false, false
+		case c < 0x20 && c != '\n', c == 0x7f, 'A' <= c && c <= 'Z', c == ' ' && i > 0 && s[i-1] == ' ':
+			plain = false
+		}
+	}
+	if plain { // lower-case ASCII, single spaces: already what the screen reads
+		return s
+	}
+	if !ascii {
+		s = norm.NFKC.String(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\v' || r == '\f' || r == 0x85 || r == 0x2028 || r == 0x2029:
+			b.WriteByte('\n')
+			space = false
+			continue
+		case r >= 0x7f && invisible(r), r < 0x20 && r != '\t':
+			continue
+		case unicode.IsSpace(r) || unicode.Is(unicode.Zs, r):
+			if !space {
+				b.WriteByte(' ')
+			}
+			space = true
+			continue
+		}
+		space = false
+		r = unicode.ToLower(r)
+		if r >= 0x370 {
+			if l, ok := lookalike[r]; ok {
+				r = l
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func invisible(r rune) bool {
+	switch {
+	case r == 0xAD, r == 0x34F, r == 0x61C, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5, r == 0x180E,
+		r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x206F,
+		r == 0x3164, r >= 0xFE00 && r <= 0xFE0F, r == 0xFEFF, r == 0xFFA0, r >= 0xE0000 && r <= 0xE007F:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r) || (unicode.IsControl(r) && r != '\t')
+}
+
+// lookalike folds Cyrillic and Greek letters that render like Latin ones.
+var lookalike = map[rune]rune{
+	'а': 'a', 'в': 'b', 'е': 'e', 'ё': 'e', 'к': 'k', 'м': 'm', 'н': 'h', 'о': 'o', 'р': 'p', 'с': 'c', 'т': 't',
+	'у': 'y', 'х': 'x', 'і': 'i', 'ї': 'i', 'ј': 'j', 'ѕ': 's', 'ԁ': 'd', 'ɡ': 'g', 'һ': 'h', 'ӏ': 'l', 'ո': 'n',
+	'α': 'a', 'ε': 'e', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'χ': 'x', 'ѵ': 'v',
+}
+
+// placeholders are pem's own tokens in fields where a caller may put them
+// (typed values, tasks, selectors): not a page asking for a secret.
+func withoutPlaceholders(s string) string {
+	if !strings.Contains(s, "{{") {
+		return s
+	}
+	return placeholderRe.ReplaceAllString(s, "")
+}
+
+// screenURL screens a URL as written and percent-decoded.
+// pem's placeholders (redacted values, declared secrets) are no injection in
+// a URL it wrote.
+func screenURL(s string) string {
+	if m := ScreenText(withoutPlaceholders(s)); m != "" {
+		return m
+	}
+	if strings.Contains(s, "%") || strings.Contains(s, "+") {
+		if u, err := url.QueryUnescape(s); err == nil {
+			return ScreenText(withoutPlaceholders(u))
+		}
+		if u, err := url.PathUnescape(s); err == nil {
+			return ScreenText(withoutPlaceholders(u))
+		}
+	}
+	return ""
+}
+
+type screener struct{ why string }
+
+func (sc *screener) text(where, s string) bool {
+	if sc.why != "" {
+		return true
+	}
+	if m := ScreenText(s); m != "" {
+		sc.why = fmt.Sprintf("%s contains %q", where, capString(m, 80))
+	}
+	return sc.why != ""
+}
+
+func (sc *screener) url(where, s string) bool {
+	if sc.why != "" {
+		return true
+	}
+	if m := screenURL(s); m != "" {
+		sc.why = fmt.Sprintf("%s contains %q", where, capString(m, 80))
+	}
+	return sc.why != ""
+}
+
+// Injection reports why a trace looks like a prompt injection ("" when it
+// does not), reading every text field: the task and intent, the answer,
+// final title and URL, the extracted keys and values, the error, and each
+// step's value, URL, result, error, selector and fallbacks. Such a run is
+// quarantined: it counts as no evidence and teaches memory nothing.
+func Injection(t *Trace) string {
+	if t == nil {
+		return ""
+	}
+	sc := &screener{}
+	sc.text("task", withoutPlaceholders(t.Task))
+	sc.text("intent", withoutPlaceholders(t.Intent))
+	sc.text("task type", t.TaskType)
+	sc.text("answer", t.Result.Answer)
+	sc.text("final title", t.Result.FinalTitle)
+	sc.url("final url", t.Result.FinalURL)
+	sc.url("url", t.URL)
+	sc.text("error", t.Error)
+	for i, p := range t.Params {
+		sc.text(fmt.Sprintf("param %d", i+1), withoutPlaceholders(p))
 	}
 	keys := make([]string, 0, len(t.Result.Extracted))
 	for k := range t.Result.Extracted {
@@ -41,18 +252,66 @@ func Injection(t *Trace) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if w := check("extracted "+k, k+"\n"+t.Result.Extracted[k]); w != "" {
-			return w
-		}
+		sc.text("extracted "+k, k+"\n"+t.Result.Extracted[k])
 	}
 	for i, s := range t.Steps {
-		if w := check(fmt.Sprintf("step %d result", i+1), s.Result); w != "" {
-			return w
-		}
-		sel := strings.Join(append([]string{s.Selector}, s.Fallbacks...), "\n")
-		if w := check(fmt.Sprintf("step %d selector", i+1), strings.ReplaceAll(sel, "{{secret:", "")); w != "" {
-			return w
-		}
+		w := fmt.Sprintf("step %d ", i+1)
+		sc.text(w+"result", s.Result)
+		sc.text(w+"value", withoutPlaceholders(s.Value))
+		sc.text(w+"param", s.Param)
+		sc.url(w+"url", s.URL)
+		sc.text(w+"error", s.Error)
+		sc.text(w+"selector", withoutPlaceholders(strings.Join(append([]string{s.Selector}, s.Fallbacks...), "\n")))
 	}
-	return ""
+	return sc.why
+}
+
+// PatchInjection reports why a facts patch looks like a prompt injection
+// ("" when it does not); such a patch is refused whole.
+func PatchInjection(p *Patch) string {
+	if p == nil {
+		return ""
+	}
+	sc := &screener{}
+	for _, n := range sortedKeys(p.Selectors) {
+		sel := p.Selectors[n]
+		sc.text("selector "+n, withoutPlaceholders(strings.Join(append([]string{n, sel.Primary}, sel.Fallbacks...), "\n")))
+	}
+	for i, h := range p.InteractionHints {
+		sc.text(fmt.Sprintf("interaction hint %d", i+1), h)
+	}
+	for i, a := range p.AntiPatterns {
+		sc.text(fmt.Sprintf("anti-pattern %d", i+1), a)
+	}
+	for i, b := range p.KnownBlockers {
+		sc.text(fmt.Sprintf("known blocker %d", i+1), strings.Join([]string{b.Type, b.Selector, b.Action, b.Note}, "\n"))
+	}
+	sc.text("extraction query", p.ExtractionQuery)
+	return sc.why
+}
+
+// FactsInjection reports why a facts entry (hand-edited, or written before
+// this screen) holds injected text ("" when it does not), for pem check.
+func FactsInjection(f *Facts) string {
+	if f == nil {
+		return ""
+	}
+	p := &Patch{Selectors: f.Selectors, InteractionHints: f.InteractionHints, AntiPatterns: f.AntiPatterns,
+		KnownBlockers: f.KnownBlockers, ExtractionQuery: f.ExtractionQuery}
+	if why := PatchInjection(p); why != "" {
+		return why
+	}
+	sc := &screener{}
+	sc.text("intent", f.Intent)
+	for i, s := range f.Steps {
+		w := fmt.Sprintf("step %d ", i+1)
+		sc.text(w+"value", withoutPlaceholders(s.Value))
+		sc.url(w+"url", s.URL)
+		sc.text(w+"selector", withoutPlaceholders(strings.Join(append([]string{s.Selector}, s.Fallbacks...), "\n")))
+	}
+	for i, a := range f.Answers {
+		sc.text(fmt.Sprintf("answer %d", i+1), a.Query+"\n"+a.Value)
+		sc.url(fmt.Sprintf("answer %d source", i+1), a.SourceURL)
+	}
+	return sc.why
 }

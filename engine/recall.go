@@ -94,6 +94,9 @@ func RenderMemory(r *Recall, maxChars int) string {
 	if maxChars <= 0 {
 		maxChars = DefaultPolicy().MemoryMaxChars
 	}
+	c := *r // scrubbed copy: a tree from before the scrubber shows no secret either
+	ScrubRecall(&c)
+	r = &c
 	head := []string{
 		MemoryHeader,
 		MemoryNotice,
@@ -176,6 +179,12 @@ func RenderMemory(r *Recall, maxChars int) string {
 	}
 	for _, w := range r.Warnings {
 		body = append(body, "- warning: "+quote(w))
+	}
+	for i := range head[1:] {
+		head[i+1] = inertLine(head[i+1])
+	}
+	for i := range body {
+		body[i] = inertLine(body[i])
 	}
 	out := strings.Join(head, "\n") + "\n"
 	for i, line := range body {

@@ -23,7 +23,9 @@ func SecretPlaceholder(name string) string { return "{{secret:" + name + "}}" }
 // sensitive, is replaced by Redacted even when nothing was declared (and so is
 // any copy of it elsewhere in the trace, selectors apart). URL-escaped forms of
 // a value count as the value, and the derived intent key and URL pattern are
-// redacted too. It records what it did in t.Redactions, never the value.
+// redacted too. Last it applies ScrubTrace: credentials nobody declared
+// (headers, cookies, URL userinfo, credential parameters, token formats).
+// It records what it did in t.Redactions, never the value.
 func Redact(t *Trace, sensitive map[int]bool, secrets map[string]string) {
 	type replacement struct{ old, new, what string }
 	var reps []replacement
@@ -122,6 +124,8 @@ func Redact(t *Trace, sensitive map[int]bool, secrets map[string]string) {
 		}
 		t.Result.Extracted = ex
 	}
+	// Then the secrets nobody declared (secrets.go), in every field.
+	ScrubTrace(t)
 }
 
 func isPlaceholder(v string) bool {

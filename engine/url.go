@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/idna"
@@ -59,7 +60,8 @@ type NormalizedURL struct {
 // session, query and click ids: volatileParams) and tracking path segments dropped, remaining query keys sorted. It is idempotent. A URL
 // without a scheme is read as https.
 func NormalizeURL(raw string) (NormalizedURL, error) {
-	raw = strings.TrimSpace(raw)
+	// Tabs and line breaks are removed, as browsers do: a URL never holds them.
+	raw = strings.TrimSpace(stripTabsNewlines(raw))
 	if raw == "" {
 		return NormalizedURL{}, fmt.Errorf("%w: empty URL: give a full URL such as https://example.com/page", ErrBadURL)
 	}
@@ -82,6 +84,13 @@ func NormalizeURL(raw string) (NormalizedURL, error) {
 		return NormalizedURL{}, fmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
 	}
 	port := u.Port()
+	if port != "" {
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 1 || p > 65535 {
+			return NormalizedURL{}, fmt.Errorf("%w: %q: port %s is not between 1 and 65535", ErrBadURL, raw, port)
+		}
+		port = strconv.Itoa(p) // "0080" and "80" are one port
+	}
 	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
 		port = ""
 	}
@@ -123,6 +132,45 @@ func NormalizeURL(raw string) (NormalizedURL, error) {
 	return n, nil
 }
 
+// stripTabsNewlines removes tabs, CR and LF (and NEL, U+2028, U+2029).
+func stripTabsNewlines(s string) string {
+	if !strings.ContainsAny(s, "\t\r\n\u0085\u2028\u2029") {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '\t', '\r', '\n', 0x85, 0x2028, 0x2029:
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// numericHost reports a host whose last label is a number (decimal, or hex
+// with 0x), which the URL standard parses as an IPv4 address.
+func numericHost(host string) bool {
+	labels := strings.Split(strings.ToLower(host), ".")
+	last := labels[len(labels)-1]
+	if last == "" {
+		return false
+	}
+	if strings.HasPrefix(last, "0x") {
+		last = last[2:]
+		for _, c := range last {
+			if !strings.ContainsRune("0123456789abcdef", c) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range last {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // schemeRe matches a leading URL scheme; "host:8080/…" is a host and port, not a scheme.
 var schemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:([^0-9]|$)`)
 
@@ -143,6 +191,11 @@ func NormalizeDomain(host string) (string, error) {
 			return "", errors.New("IPv6 hosts are not supported as knowledge domains")
 		}
 		return ip.String(), nil
+	}
+	if numericHost(host) {
+		// A browser reads "0x7f.1" or "127.1" as an IPv4 address of its own
+		// spelling; pem keys knowledge only on the dotted-quad form.
+		return "", fmt.Errorf("host %q looks numeric but is not a dotted-quad IPv4 address: write the address as a.b.c.d", host)
 	}
 	a, err := idna.Lookup.ToASCII(strings.ToLower(host))
 	if err != nil {

@@ -61,6 +61,38 @@ type Store struct {
 	dirOnce sync.Once
 	dirFile *os.File
 	dirErr  error
+
+	// links: symlinks that listings passed over (links are never followed:
+	// they could leave the tree); reported by SkippedLinks, never silent.
+	linksMu sync.Mutex
+	links   map[string]bool
+}
+
+// noteLink records a symlink a listing passed over.
+func (s *Store) noteLink(rel string) {
+	s.linksMu.Lock()
+	defer s.linksMu.Unlock()
+	if s.links == nil {
+		s.links = map[string]bool{}
+	}
+	if len(s.links) < 10000 {
+		s.links[rel] = true
+	}
+}
+
+// SkippedLinks returns, sorted, the symbolic links (folders or files) that
+// listings of the tree met and did not follow since the store was opened,
+// each as a sentence saying what to do. Consolidation reports them; pem
+// check reports every link as an unsafe path.
+func (s *Store) SkippedLinks() []string {
+	s.linksMu.Lock()
+	defer s.linksMu.Unlock()
+	out := make([]string, 0, len(s.links))
+	for rel := range s.links {
+		out = append(out, rel+" is a symbolic link: pem does not follow links inside the tree (they could lead out of it), so what it points to was not read; replace it with the real folder or file")
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Open opens the tree at dir. Returns engine.ErrNoTree (with the hint to run
@@ -331,6 +363,9 @@ func (s *Store) TraceRefs(ctx context.Context, domain string) ([]engine.TraceRef
 				return nil, err
 			}
 			for _, e := range ents {
+				if e.typ&fs.ModeSymlink != 0 {
+					s.noteLink(tracesDir + "/" + d + "/" + day + "/" + e.name)
+				}
 				id, ok := strings.CutSuffix(e.name, yamlExt)
 				if ok && e.typ.IsRegular() && checkTraceID(id) == nil {
 					refs = append(refs, engine.TraceRef{Domain: d, Day: day, ID: id})
@@ -533,6 +568,9 @@ func (s *Store) keys(ctx context.Context, top, domain string) ([]string, error) 
 	}
 	keys := []string{}
 	for _, e := range ents {
+		if e.typ&fs.ModeSymlink != 0 {
+			s.noteLink(top + "/" + domain + "/" + e.name)
+		}
 		k, ok := strings.CutSuffix(e.name, yamlExt)
 		if ok && e.typ.IsRegular() && checkKey(k) == nil {
 			keys = append(keys, k)
@@ -649,6 +687,9 @@ func (s *Store) subdirsIn(ctx context.Context, dir string, valid func(string) er
 	}
 	var out []string
 	for _, e := range ents {
+		if e.typ&fs.ModeSymlink != 0 {
+			s.noteLink(dir + "/" + e.name)
+		}
 		if e.typ.IsDir() && valid(e.name) == nil {
 			out = append(out, e.name)
 		}

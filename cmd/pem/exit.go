@@ -25,7 +25,15 @@ import (
 //	6   a corrupt file in the tree
 //	7   an unsafe path: a name that would leave the tree, a symlink
 //	8   frozen: the change would alter a verified facts entry
+//	9   disk full (ENOSPC, quota): free space, then run the command again
+//	10  read-only: the tree or a file in it may not be written (EROFS, EACCES, EPERM)
+//	11  git unavailable: no git repository for the tree, or the git program missing
+//	12  Chromium missing: install it or set PEM_CHROME
+//	13  the remote refused or could not be reached (authentication, permission, a rejected push, the network)
 //	130 cancelled (SIGINT or SIGTERM)
+//
+// 9 to 13 are the environment's, not pem's: their messages say what to do,
+// never "report it".
 const (
 	exitOK        = 0
 	exitInternal  = 1
@@ -36,6 +44,11 @@ const (
 	exitCorrupt   = 6
 	exitUnsafe    = 7
 	exitFrozen    = 8
+	exitDiskFull  = 9
+	exitReadOnly  = 10
+	exitNoGit     = 11
+	exitNoBrowser = 12
+	exitRemote    = 13
 	exitCancelled = 130
 )
 
@@ -59,6 +72,11 @@ var exitCodes = []struct {
 	{isAny(engine.ErrBadTrace), exitUsage, "fix the trace JSON: its fields are listed by 'pem experience save --help'"},
 	{isAny(engine.ErrBadPatch), exitUsage, "fix the facts patch: its keys are listed by 'pem experience save --help'"},
 	{isUsage, exitUsage, "run the command with --help for usage"},
+	{isDiskFull, exitDiskFull, "the disk is full: free space (or raise the quota) and run the command again; nothing half-written was left in the tree"},
+	{isRemoteRefused, exitRemote, "the remote refused or could not be reached: check its URL (git remote -v), your credentials and access to it, and the network; nothing local was lost"},
+	{isReadOnly, exitReadOnly, "the knowledge tree (or a file in it) may not be written: check its owner and permissions, or that its file system is not mounted read-only"},
+	{isNoGit, exitNoGit, "the tree needs a git repository: run 'pem init' in it (or 'git init'), and install git if it is missing"},
+	{isNoChromium, exitNoBrowser, "install Chromium (apt-get install chromium) or point PEM_CHROME at a Chromium binary"},
 }
 
 func isAny(targets ...error) func(error) bool {

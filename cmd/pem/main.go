@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,6 +74,9 @@ func registerSub(parent string, makers ...func() *cli.Command) {
 // run is pem's main: it parses args (args[0] is the program name), runs the
 // command, reports any error on stderr and returns the exit code (see exit.go).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	errs := newLineScrubber(stderr) // stderr is text: no credential reaches it
+	defer errs.Flush()
+	stderr = errs
 	app, unknown := newApp(stdin, stdout, stderr)
 	if len(args) == 0 {
 		args = []string{"pem"}
@@ -331,11 +335,17 @@ func hostname() string {
 
 // writeJSON prints v as indented JSON with a trailing newline; <, > and & are
 // printed as they are.
+// Every string in it is scrubbed of credentials (engine.ScrubJSON).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(engine.ScrubJSON(buf.Bytes()))
+	return err
 }
 
 // readArg reads an argument that may be given inline, as "-" (stdin) or as

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +16,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/urfave/cli/v2"
 
+	"github.com/pemdev/pem/agent/rod"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // TestMain lets the test binary act as the real pem (main, signal handling,
@@ -227,7 +232,17 @@ func TestExitCode(t *testing.T) {
 		// Cancellation wins over whatever it interrupted.
 		{fmt.Errorf("%w: %w", context.Canceled, engine.ErrLocked), 130},
 		{&interrupted{fmt.Errorf("x: %w", engine.ErrLocked)}, 130},
-		{cli.Exit("custom", 9), 9},
+		{cli.Exit("custom", 42), 42},
+		// The environment's errors, each its own code.
+		{&os.PathError{Op: "write", Path: "k/traces/x", Err: syscall.ENOSPC}, 9},
+		{fmt.Errorf("saving: %w", &os.PathError{Op: "open", Path: "k", Err: syscall.EROFS}), 10},
+		{fmt.Errorf("saving: %w", &os.PathError{Op: "open", Path: "k", Err: syscall.EACCES}), 10},
+		{fmt.Errorf("x: %w", gitrepo.ErrNoRepo), 11},
+		{&exec.Error{Name: "git", Err: exec.ErrNotFound}, 11},
+		{fmt.Errorf("launch: %w at /usr/bin/chromium", rod.ErrNoChromium), 12},
+		{fmt.Errorf("sync: pushing main to origin: %w", transport.ErrAuthorizationFailed), 13},
+		{errors.New("sync: pushing main to origin: command error on refs/heads/main: pre-receive hook declined"), 13},
+		{fmt.Errorf("sync: fetching: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), 13},
 	}
 	for _, c := range cases {
 		if got := exitCode(c.err); got != c.want {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -40,6 +43,12 @@ func runMCP(c *cli.Context) error {
 	if c.Int("max-line-bytes") < 1024 {
 		return usagef("--max-line-bytes %d is too small: use at least 1024", c.Int("max-line-bytes"))
 	}
+	// stderr never stalls the server: every log of it (the store's too) goes
+	// through a bounded writer that drops rather than waits, rate-limited
+	// per message (engine/mcp/stderr.go).
+	aw := mcp.NewAsyncWriter(c.App.ErrWriter, 0)
+	defer aw.Close(200 * time.Millisecond)
+	c.App.ErrWriter = aw
 	e, st, err := openEngine(c)
 	if err != nil {
 		return err
@@ -57,14 +66,38 @@ func runMCP(c *cli.Context) error {
 		// docs/performance.md, MCP).
 		debug.SetGCPercent(400)
 	}
-	log := logger(c)
+	rl := mcp.NewRateLimit(logger(c).Handler(), 5, 10*time.Second, nil)
+	log := slog.New(rl)
 	opts := &mcp.Options{Logger: log, MaxLineBytes: c.Int("max-line-bytes"), Version: buildVersion()}
 	if mcpDeepLearn != nil {
 		opts.DeepLearn = mcpDeepLearn(c, e)
 	}
 	log.Info("pem mcp: serving on stdio", "knowledge", dir)
-	return mcp.Serve(c.Context, e, opts, c.App.Reader, c.App.Writer)
+	ctx := c.Context
+	done := make(chan error, 1)
+	go func() { done <- mcp.Serve(ctx, e, opts, c.App.Reader, c.App.Writer) }()
+	select {
+	case err := <-done:
+		rl.Flush(context.Background())
+		if ctx.Err() == nil {
+			return err
+		}
+	case <-ctx.Done():
+		// SIGINT or SIGTERM: stop now. The server gets a moment to finish,
+		// no more — a call stuck on a client that reads nothing must not
+		// keep the process alive.
+		select {
+		case <-done:
+		case <-time.After(mcpStopGrace):
+		}
+	}
+	log.Warn("pem mcp: stopped by a signal")
+	rl.Flush(context.Background())
+	return cli.Exit("", exitCancelled) // said on the log; stderr may be full, so nothing more
 }
+
+// mcpStopGrace is how long a signalled server may take to finish a call.
+const mcpStopGrace = 500 * time.Millisecond
 
 // buildVersion is the module version pem was built at ("dev" from a work tree).
 func buildVersion() string {

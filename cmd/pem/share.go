@@ -282,13 +282,15 @@ func runDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	out := newLineScrubber(c.App.Writer) // a tree from before the scrubber prints no credential
+	defer out.Flush()
 	switch format {
 	case "markdown":
-		return rep.WriteMarkdown(c.App.Writer)
+		return rep.WriteMarkdown(out)
 	case "json":
 		return writeJSON(c.App.Writer, rep)
 	}
-	return rep.WriteText(c.App.Writer)
+	return rep.WriteText(out)
 }
 
 // shareDiff builds the report between two commits ("" = the empty tree).
@@ -506,12 +508,14 @@ func shareLogState(c *cli.Context, h *gitrepo.History, ch gitrepo.FileChange) st
 func newCheckCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "check the tree: schema, path safety, secrets, frozen verified content (and a pull request's changes)",
+		Usage:     "check the tree: schema, path safety, secrets, injections, frozen verified content (and a pull request's changes)",
 		ArgsUsage: " ",
 		Description: "Prints one line per problem and exits 1 when there is any:\n" +
 			"  schema/path  every file parses and sits where pem would write it; no symlinks, no odd names\n" +
 			"  secret       no private keys, cloud or GitHub tokens, password= values, nor the values of the\n" +
 			"               environment variables named in " + EnvSecretEnv + " (comma-separated)\n" +
+			"  injection    lists traces and facts whose text reads as an instruction to the agent (quarantined:\n" +
+			"               no evidence, never promoted); listed, they fail nothing\n" +
 			"  frozen       no commit in the history altered a verified entry's content without superseding it\n" +
 			"With --pr BASE (e.g. origin/main), also that the change from BASE to HEAD adds traces without\n" +
 			"editing any and touches no derived file (experience/).",
@@ -553,9 +557,11 @@ func runCheck(c *cli.Context) error {
 		}
 	}
 	files := 0
+	var quarantined []engine.CheckProblem // listed; they fail nothing (consolidation keeps them out)
 	err = s.Files(ctx, store.MaxExperienceBytes, func(rel string, data []byte) error {
 		files++
 		problems = append(problems, engine.CheckSecrets(rel, data, secrets)...)
+		quarantined = append(quarantined, checkInjected(rel, data)...)
 		return nil
 	})
 	if err != nil {
@@ -589,13 +595,20 @@ func runCheck(c *cli.Context) error {
 		}
 	}
 
+	for _, p := range quarantined {
+		fmt.Fprintln(c.App.Writer, p.String())
+	}
 	for _, p := range problems {
 		fmt.Fprintln(c.App.Writer, p.String())
 	}
 	if len(problems) > 0 {
 		return cli.Exit(fmt.Sprintf("check: %d problem(s) in %s: fix each line above and run pem check again", len(problems), dir), exitInternal)
 	}
-	fmt.Fprintf(c.App.Writer, "ok: %d file(s) and %d commit(s) checked in %s\n", files, commits, dir)
+	fmt.Fprintf(c.App.Writer, "ok: %d file(s) and %d commit(s) checked in %s", files, commits, dir)
+	if len(quarantined) > 0 {
+		fmt.Fprintf(c.App.Writer, "; %d quarantined (listed above)", len(quarantined))
+	}
+	fmt.Fprintln(c.App.Writer)
 	return nil
 }
 

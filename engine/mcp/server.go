@@ -400,6 +400,7 @@ func (s *server) handler(name string, allowed []string, run func(context.Context
 		if len(b) == 0 || b[0] != '{' { // structured content is an object
 			b, _ = json.Marshal(map[string]json.RawMessage{"result": b})
 		}
+		b = engine.ScrubJSON(b) // no answer holds a credential, whatever the tree holds
 		s.log.Debug("tool call", "tool", name, "duration", time.Since(start))
 		return &sdk.CallToolResult{
 			Content:           []sdk.Content{&sdk.TextContent{Text: string(b)}},
@@ -443,6 +444,7 @@ type toolError struct {
 }
 
 func errorResult(tool, kind, msg string) *sdk.CallToolResult {
+	msg, _ = engine.ScrubText(msg) // errors quote arguments back
 	b, _ := json.Marshal(toolError{Error: msg, Kind: kind, Tool: tool})
 	return &sdk.CallToolResult{
 		IsError:           true,

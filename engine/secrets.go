@@ -1,0 +1,406 @@
+package engine
+
+import (
+	"encoding/base64"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// This file is the one set of rules for secrets nobody declared: what the
+// scrubber removes before anything is written (ScrubText, ScrubTrace,
+// ScrubPatch, ScrubFacts) and what `pem check` reports in a tree
+// (FindSecrets). Declared secrets and password fields are redact.go's.
+
+// SecretKind names one shape of credential. It is what redactions and
+// `pem check` report; never the value.
+type SecretKind string
+
+const (
+	SecretPrivateKey   SecretKind = "private key"
+	SecretAWSKeyID     SecretKind = "AWS access key id"
+	SecretAWSSecret    SecretKind = "AWS secret access key"
+	SecretGitHub       SecretKind = "GitHub token"
+	SecretGitLab       SecretKind = "GitLab token"
+	SecretSlack        SecretKind = "Slack token"
+	SecretSlackHook    SecretKind = "Slack webhook"
+	SecretGoogle       SecretKind = "Google API key"
+	SecretStripe       SecretKind = "Stripe key"
+	SecretAPIKey       SecretKind = "API secret key (sk-…)"
+	SecretPackageToken SecretKind = "package registry token"
+	SecretJWT          SecretKind = "JSON web token"
+	SecretAuthHeader   SecretKind = "Authorization header"
+	SecretBearer       SecretKind = "Bearer credential"
+	SecretBasic        SecretKind = "Basic credential"
+	SecretCookie       SecretKind = "cookie"
+	SecretURLUserinfo  SecretKind = "credential in a URL (userinfo)"
+	SecretParam        SecretKind = "credential parameter"
+)
+
+// SecretHit is one secret found in a text: its kind and the byte span
+// [Offset, End) of the value (what the scrubber replaces).
+type SecretHit struct {
+	Kind   SecretKind
+	Offset int
+	End    int
+}
+
+type secretRule struct {
+	kind SecretKind
+	re   *regexp.Regexp
+	// group is the submatch holding the value (0: the whole match).
+	group int
+	// triggers: lower-case literals of which one must occur for the rule to
+	// run at all (most text holds none, and then costs a few Contains).
+	triggers []string
+	// valid, when set, must accept the value.
+	valid func(v string) bool
+}
+
+// credName is a parameter or key name that holds a credential. Compound
+// names ending in a strong word (access_token, x-api-key, client_secret,
+// x-amz-signature) count; the weak short words (key, sid, auth, session,
+// pass, pin, otp) only on their own, and only as name=value.
+const (
+	credNameStrong = `(?:[a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|private[_-]?key|signature|credentials?|session[_-]?id|sessid|jsessionid|phpsessid|jwt|code[_-]?verifier))`
+	credName       = `(?:` + credNameStrong + `|key|sid|auth|session|sig|pass|pw|pin|otp)`
+)
+
+var secretRules = []secretRule{
+	{kind: SecretPrivateKey, triggers: []string{"private key"},
+		re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)`)},
+	{kind: SecretAWSKeyID, triggers: []string{"akia", "asia", "abia", "acca"},
+		re: regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
+	{kind: SecretAWSSecret, triggers: []string{"secret"}, group: 1,
+		re: regexp.MustCompile(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})`)},
+	{kind: SecretGitHub, triggers: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
+		re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+	{kind: SecretGitLab, triggers: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glft-", "glimt-", "glsoat-"},
+		re: regexp.MustCompile(`\bgl(?:pat|dt|rt|ptt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,}`)},
+	{kind: SecretSlack, triggers: []string{"xox"},
+		re: regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,}`)},
+	{kind: SecretSlackHook, triggers: []string{"hooks.slack.com"},
+		re: regexp.MustCompile(`(?i)hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+`)},
+	{kind: SecretGoogle, triggers: []string{"aiza"},
+		re: regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`)},
+	{kind: SecretStripe, triggers: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"},
+		re: regexp.MustCompile(`\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[A-Za-z0-9]{24,})`)},
+	{kind: SecretAPIKey, triggers: []string{"sk-"},
+		re: regexp.MustCompile(`\bsk-(?:ant-(?:api03-|admin01-)?|proj-|live-|svcacct-|admin-)?[A-Za-z0-9_\-]{24,}`)},
+	{kind: SecretPackageToken, triggers: []string{"npm_", "hf_", "sg.", "pypi-", "_v1_", "shpat_", "shpss_", "shpca_", "shppa_"},
+		re: regexp.MustCompile(`\b(?:npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}|pypi-AgE[A-Za-z0-9_\-]{50,}|do[por]_v1_[a-f0-9]{64}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})\b`)},
+	{kind: SecretPackageToken, triggers: []string{"xapp-", "sq0", "dapi", "hvs.", "dp.pt.", "lin_api_", "figd_", "glsa_", "atatt3", "key-"},
+		re: regexp.MustCompile(`\b(?:xapp-\d-[A-Za-z0-9-]{10,}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}|dapi[a-f0-9]{32}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{40}|figd_[A-Za-z0-9_\-]{40,}|glsa_[A-Za-z0-9_]{32,}|ATATT3[A-Za-z0-9_\-=]{50,}|key-[a-f0-9]{32})\b`)},
+	{kind: SecretJWT, triggers: []string{"eyj"},
+		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{8,}`)},
+	// Headers: the whole value, scheme included, to the end of the line.
+	{kind: SecretAuthHeader, triggers: []string{"authorization"}, group: 1, valid: credentialValue,
+		re: regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?([^\r\n"'<>]+)`)},
+	{kind: SecretCookie, triggers: []string{"cookie"}, group: 1,
+		re: regexp.MustCompile(`(?i)\b(?:set-)?cookies?["']?\s*[:=]\s*["']?([^\s=;:"',]+=[^\r\n"']*)`)},
+	{kind: SecretBearer, triggers: []string{"bearer"}, group: 1, valid: tokenLike,
+		re: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{12,}=*)`)},
+	{kind: SecretBearer, triggers: []string{"token"}, group: 1, valid: tokenLike,
+		re: regexp.MustCompile(`(?i)\btoken\s+([A-Za-z0-9\-._~+/]{20,}=*)`)},
+	{kind: SecretBasic, triggers: []string{"basic"}, group: 1, valid: basicCredential,
+		re: regexp.MustCompile(`(?i)\bbasic\s+([A-Za-z0-9+/]{6,}={0,2})`)},
+	{kind: SecretURLUserinfo, triggers: []string{"://"}, group: 1, valid: credentialValue,
+		re: regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://([^/?#\s@"'<>\\]+)@`)},
+	// name=value in a query, a form body or free text.
+	{kind: SecretParam, triggers: credTriggers, group: 1, valid: credentialValue,
+		re: regexp.MustCompile(`(?i)(?:^|[?&;#/\s"'{,(\[])` + credName + `=([^&\s"'#;<>]*)`)},
+	// name: value in JSON, YAML and headers (X-Api-Key: …); strong names
+	// only, since "session: s1" is pem's own field.
+	{kind: SecretParam, triggers: credTriggers, group: 1, valid: credentialValue,
+		re: regexp.MustCompile(`(?i)(?:^|[\s"'{,(\[;])["']?` + credNameStrong + `["']?\s*:\s*["']?([^\s"'&,;{}\[\]<>]{3,})`)},
+}
+
+var placeholderRe = regexp.MustCompile(`\{\{(?:secret:[^{}]*|redacted)\}\}`)
+
+var credKeyRe = regexp.MustCompile(`(?i)^` + credName + `$`)
+
+// credentialKey reports whether a field name says its value is a credential.
+func credentialKey(name string) bool { return credKeyRe.MatchString(strings.TrimSpace(name)) }
+
+var credTriggers = []string{"pass", "pwd", "secret", "token", "key", "sig", "sid", "sess", "auth", "credential", "jwt", "pin", "otp", "code"}
+
+// FindSecrets reports the credentials in text that nobody declared, by the
+// rules above, in order of offset; overlapping hits are merged into the
+// first. pem's placeholders ({{secret:NAME}}, {{redacted}}) and the usual
+// stand-ins (xxxx, ****, changeme, $VAR) are not secrets.
+//
+// Percent-encoded text (a credential inside a query value, a redirect URL,
+// a form body) is read decoded too, twice over, and its hits mapped back to
+// the bytes of text.
+func FindSecrets(text string) []SecretHit {
+	if len(text) < 8 {
+		return nil
+	}
+	hits := findSecrets(text)
+	cur, offs := text, []int(nil)
+	for range 2 {
+		if !strings.Contains(cur, "%") {
+			break
+		}
+		dec, o := pctDecode(cur)
+		if offs != nil { // compose with the previous level's map
+			for i := range o {
+				o[i] = offs[o[i]]
+			}
+		}
+		cur, offs = dec, o
+		for _, h := range findSecrets(cur) {
+			hits = append(hits, SecretHit{Kind: h.Kind, Offset: offs[h.Offset], End: offs[h.End]})
+		}
+	}
+	return mergeHits(hits)
+}
+
+// pctDecode decodes %XX escapes and '+' (a space in a query) and returns,
+// for each byte of the result and one past its end, the offset in s it came
+// from.
+func pctDecode(s string) (string, []int) {
+	var b strings.Builder
+	offs := make([]int, 0, len(s)+1)
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			offs = append(offs, i)
+			i += 3
+			continue
+		}
+		if c == '+' {
+			c = ' '
+		}
+		b.WriteByte(c)
+		offs = append(offs, i)
+		i++
+	}
+	offs = append(offs, len(s))
+	return b.String(), offs
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
+}
+
+func findSecrets(text string) []SecretHit {
+	if strings.Contains(text, "{{") {
+		// pem's placeholders are no secrets, and neither is their NAME:
+		// masked (same length, so offsets hold) with stars, a stand-in.
+		text = placeholderRe.ReplaceAllStringFunc(text, func(m string) string { return strings.Repeat("*", len(m)) })
+	}
+	on := triggered(text)
+	if on == 0 {
+		return nil
+	}
+	var hits []SecretHit
+	for i := range secretRules {
+		r := &secretRules[i]
+		if on&(1<<i) == 0 {
+			continue
+		}
+		for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
+			lo, hi := m[0], m[1]
+			if r.group > 0 {
+				if m[2*r.group] < 0 {
+					continue
+				}
+				lo, hi = m[2*r.group], m[2*r.group+1]
+			}
+			v := text[lo:hi]
+			if v == "" || harmlessSecret(v) || strings.HasSuffix(text[:lo], "{{") {
+				continue
+			}
+			if r.valid != nil && !r.valid(v) {
+				continue
+			}
+			hits = append(hits, SecretHit{Kind: r.kind, Offset: lo, End: hi})
+		}
+	}
+	return hits
+}
+
+// mergeHits sorts hits by offset and merges overlapping ones into the first.
+func mergeHits(hits []SecretHit) []SecretHit {
+	if len(hits) < 2 {
+		return hits
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Offset != hits[j].Offset {
+			return hits[i].Offset < hits[j].Offset
+		}
+		return hits[i].End > hits[j].End
+	})
+	out := hits[:1]
+	for _, h := range hits[1:] {
+		last := &out[len(out)-1]
+		if h.Offset < last.End {
+			last.End = max(last.End, h.End)
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// ScrubText replaces every secret FindSecrets reports with Redacted and
+// returns the kinds it removed (in order, each once).
+func ScrubText(s string) (string, []SecretKind) {
+	hits := FindSecrets(s)
+	if len(hits) == 0 {
+		return s, nil
+	}
+	var b strings.Builder
+	var kinds []SecretKind
+	prev := 0
+	for _, h := range hits {
+		b.WriteString(s[prev:h.Offset])
+		b.WriteString(Redacted)
+		prev = h.End
+		dup := false
+		for _, k := range kinds {
+			dup = dup || k == h.Kind
+		}
+		if !dup {
+			kinds = append(kinds, h.Kind)
+		}
+	}
+	b.WriteString(s[prev:])
+	return b.String(), kinds
+}
+
+// The rules' triggers, indexed by their first two bytes, so that one pass
+// over a text tells which rules can match (most texts: none).
+var (
+	trigPairs  [1 << 16]bool
+	trigByPair = map[uint16][]trigRef{}
+)
+
+type trigRef struct {
+	lit  string
+	rule int
+}
+
+func init() {
+	if len(secretRules) > 64 {
+		panic("engine: more than 64 secret rules")
+	}
+	for i, r := range secretRules {
+		for _, t := range r.triggers {
+			k := uint16(t[0])<<8 | uint16(t[1])
+			trigPairs[k] = true
+			trigByPair[k] = append(trigByPair[k], trigRef{t, i})
+		}
+	}
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// triggered returns the set of rules (bit i: secretRules[i]) one of whose
+// triggers occurs in text, ASCII case folded.
+func triggered(text string) uint64 {
+	var on uint64
+	for i := 0; i+1 < len(text); i++ {
+		k := uint16(lowerASCII(text[i]))<<8 | uint16(lowerASCII(text[i+1]))
+		if !trigPairs[k] {
+			continue
+		}
+		for _, t := range trigByPair[k] {
+			if on&(1<<t.rule) == 0 && len(text)-i >= len(t.lit) && strings.EqualFold(text[i:i+len(t.lit)], t.lit) {
+				on |= 1 << t.rule
+			}
+		}
+	}
+	return on
+}
+
+// harmlessSecret reports a value that is no secret: pem's placeholders,
+// references to one ($VAR, ${VAR}, %s) and the usual stand-ins.
+func harmlessSecret(v string) bool {
+	t := strings.Trim(v, "\"' \t")
+	if u, err := url.QueryUnescape(t); err == nil && u != t {
+		t = u
+	}
+	l := strings.ToLower(t)
+	switch l {
+	case "", "null", "none", "nil", "true", "false", "yes", "no", "redacted", "xxxx", "****", "changeme",
+		"example", "<redacted>", "[redacted]", "undefined", "hidden", "masked",
+		// the words of documentation ("key=value", "token=string")
+		"value", "values", "string", "str", "foo", "bar", "baz", "test", "demo", "sample", "placeholder",
+		"secret", "password", "token", "key", "your_token", "your_key", "your_password", "mytoken", "mypassword":
+		return true
+	}
+	if strings.HasPrefix(t, "{{") || strings.HasPrefix(t, "$") || strings.HasPrefix(t, "%") ||
+		strings.HasPrefix(t, "<") && strings.HasSuffix(t, ">") {
+		return true
+	}
+	return strings.Trim(l, "*x•.·-_ ") == ""
+}
+
+// credentialStopwords are what a page says after "Password:" or
+// "Authorization:" that is not a credential.
+var credentialStopwords = map[string]bool{
+	"required": true, "missing": true, "invalid": true, "incorrect": true, "wrong": true, "failed": true,
+	"denied": true, "expired": true, "needed": true, "must": true, "should": true, "is": true, "the": true,
+	"your": true, "enter": true, "forgot": true, "reset": true, "field": true, "empty": true, "minimum": true,
+	"at": true, "not": true, "please": true, "header": true, "none": true, "optional": true, "change": true,
+	"show": true, "hide": true, "strength": true, "length": true, "type": true, "new": true, "confirm": true,
+	"current": true, "old": true, "this": true, "a": true, "an": true, "and": true, "or": true, "set": true,
+}
+
+// credentialValue accepts a value of a credential-named field unless it is
+// short (under 3 bytes) or a word a page says there instead.
+func credentialValue(v string) bool {
+	t := strings.TrimSpace(v)
+	if len(t) < 3 {
+		return false
+	}
+	first, _, _ := strings.Cut(strings.ToLower(t), " ")
+	return !credentialStopwords[strings.TrimRight(first, ".,;:!")]
+}
+
+// tokenLike accepts an opaque token: letters and digits mixed, or long.
+func tokenLike(v string) bool {
+	var letter, digit bool
+	for _, r := range v {
+		letter = letter || unicode.IsLetter(r)
+		digit = digit || unicode.IsDigit(r)
+	}
+	return letter && (digit || len(v) >= 32)
+}
+
+// basicCredential accepts base64 that decodes to printable "user:password".
+func basicCredential(v string) bool {
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(v, "=")); err != nil {
+			return false
+		}
+	}
+	if len(b) < 3 || !strings.Contains(string(b), ":") {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
