@@ -163,22 +163,30 @@ func CheckFrozenChange(path, commit string, old, new *Facts) *CheckProblem {
 		Msg: fmt.Sprintf("changed the content of verified revision r%s (now r%s) without superseding it: revert the edit, or propose a new revision with 'supersedes: %s' (pem deep-learn does)", rev, new.ContentHash(), rev)}
 }
 
+// PRChange is one file a pull request changes, placed by the tree's layout
+// (the store's, handed in: engine spells no path).
+type PRChange struct {
+	Path           string // relative to the knowledge tree
+	Derived        bool   // a derived file (experience/)
+	Trace          bool   // a trace file
+	Added, Deleted bool
+}
+
 // CheckPRChange reports a file change a contributor's pull request must not
-// make: any change under experience/ (derived; only the consolidator on the
-// shared branch writes it) and any edit or deletion of a trace (traces are
-// immutable; contributions only add them). path is relative to the knowledge
-// tree.
-func CheckPRChange(path string, added, deleted bool) *CheckProblem {
+// make: any change of a derived file (only the consolidator on the shared
+// branch writes experience/) and any edit or deletion of a trace (traces are
+// immutable; contributions only add them).
+func CheckPRChange(c PRChange) *CheckProblem {
 	switch {
-	case strings.HasPrefix(path, "experience/"):
-		return &CheckProblem{Kind: CheckDerived, Path: path,
-			Msg: "experience/ is derived and written only by the scheduled consolidation: drop this change from the pull request (git checkout <base> -- " + path + ", or git rm it if it is new) and contribute traces instead"}
-	case strings.HasPrefix(path, "traces/") && deleted:
-		return &CheckProblem{Kind: CheckTraceEdit, Path: path,
-			Msg: "deletes a trace: traces are immutable and expire only through consolidation; restore it (git checkout <base> -- " + path + ")"}
-	case strings.HasPrefix(path, "traces/") && !added:
-		return &CheckProblem{Kind: CheckTraceEdit, Path: path,
-			Msg: "edits a trace: traces are immutable records of a run; restore it (git checkout <base> -- " + path + ") and record a new run instead"}
+	case c.Derived:
+		return &CheckProblem{Kind: CheckDerived, Path: c.Path,
+			Msg: "experience/ is derived and written only by the scheduled consolidation: drop this change from the pull request (git checkout <base> -- " + c.Path + ", or git rm it if it is new) and contribute traces instead"}
+	case c.Trace && c.Deleted:
+		return &CheckProblem{Kind: CheckTraceEdit, Path: c.Path,
+			Msg: "deletes a trace: traces are immutable and expire only through consolidation; restore it (git checkout <base> -- " + c.Path + ")"}
+	case c.Trace && !c.Added:
+		return &CheckProblem{Kind: CheckTraceEdit, Path: c.Path,
+			Msg: "edits a trace: traces are immutable records of a run; restore it (git checkout <base> -- " + c.Path + ") and record a new run instead"}
 	}
 	return nil
 }

@@ -108,20 +108,20 @@ func TestCheckFrozenChange(t *testing.T) {
 
 func TestCheckPRChange(t *testing.T) {
 	cases := []struct {
-		path           string
-		added, deleted bool
-		want           string
+		path                           string
+		derived, trace, added, deleted bool
+		want                           string
 	}{
-		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", true, false, ""},
-		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, false, CheckTraceEdit},
-		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, true, CheckTraceEdit},
-		{"experience/example.com/find-stars.yaml", true, false, CheckDerived},
-		{"experience/example.com/find-stars.yaml", false, false, CheckDerived},
-		{"facts/example.com/find-stars.yaml", false, false, ""},
-		{"pem.yaml", false, false, ""},
+		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, true, true, false, ""},
+		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, true, false, false, CheckTraceEdit},
+		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, true, false, true, CheckTraceEdit},
+		{"experience/example.com/find-stars.yaml", true, false, true, false, CheckDerived},
+		{"experience/example.com/find-stars.yaml", true, false, false, false, CheckDerived},
+		{"facts/example.com/find-stars.yaml", false, false, false, false, ""},
+		{"pem.yaml", false, false, false, false, ""},
 	}
 	for _, c := range cases {
-		p := CheckPRChange(c.path, c.added, c.deleted)
+		p := CheckPRChange(PRChange{Path: c.path, Derived: c.derived, Trace: c.trace, Added: c.added, Deleted: c.deleted})
 		got := ""
 		if p != nil {
 			got = p.Kind
