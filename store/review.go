@@ -311,3 +311,62 @@ func CheckFrozen(rel, commit string, old []byte, readNew func() ([]byte, error))
 	}
 	return engine.CheckFrozenChange(rel, commit, &of, nf), nil
 }
+
+// ---- pem log -----------------------------------------------------------
+
+// EntryPaths are the paths pem log follows for DOMAIN[/INTENT]: an entry's
+// facts and experience files (INTENT is an intent key or the intent's
+// text), a domain's two directories, or all of facts/ for "".
+func EntryPaths(arg string) ([]string, error) {
+	if arg == "" {
+		return []string{factsDir}, nil
+	}
+	domPart, intent, hasIntent := strings.Cut(arg, "/")
+	dom, err := engine.NormalizeDomain(domPart)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a domain: %v", domPart, err)
+	}
+	if !hasIntent || intent == "" {
+		return []string{factsDir + "/" + dom, experienceDir + "/" + dom}, nil
+	}
+	key := intent
+	if !engine.ValidKey(key) {
+		key = engine.IntentKey(intent)
+	}
+	return []string{FactsPath(dom, key), ExperiencePath(dom, key)}, nil
+}
+
+// Describe says what a version of the file rel holds, for pem log: a facts
+// entry's status and revision, an experience file's evidence counts; ""
+// for other files. read reads the version (at most limit bytes plus one).
+func Describe(rel string, read func(limit int) ([]byte, error)) string {
+	top := PlaceOf(rel).Top
+	if top != factsDir && top != experienceDir {
+		return ""
+	}
+	kind := KindFacts
+	if top == experienceDir {
+		kind = KindExperience
+	}
+	data, err := read(MaxBytes(kind))
+	if err == nil && kind == KindFacts {
+		var f engine.Facts
+		if err = Unmarshal(data, &f, kind); err == nil {
+			rev := f.Revision
+			if rev == "" {
+				rev = f.ContentHash()
+			}
+			s := fmt.Sprintf("status %s, revision r%s", f.Status, rev)
+			if f.Supersedes != "" {
+				s += ", supersedes r" + f.Supersedes
+			}
+			return s
+		}
+	} else if err == nil {
+		var x engine.Experience
+		if err = Unmarshal(data, &x, kind); err == nil {
+			return fmt.Sprintf("%d run(s): %d succeeded, %d failed", x.Attempts, x.Successes, x.Failures)
+		}
+	}
+	return "unreadable: " + err.Error()
+}

@@ -7,7 +7,6 @@ package main
 // store/gitrepo's (history.go, review.go).
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -164,23 +163,9 @@ func runDiff(c *cli.Context) error {
 	}
 	defer h.Close()
 	ctx := c.Context
-	rev1, rev2 := "HEAD~1", "HEAD"
-	if c.NArg() >= 1 {
-		rev1 = c.Args().Get(0)
-	}
-	if c.NArg() == 2 {
-		rev2 = c.Args().Get(1)
-	}
-	to, err := h.Resolve(ctx, rev2)
+	from, to, err := h.DiffRange(ctx, c.Args().Slice())
 	if err != nil {
 		return usagef("diff: %v", err)
-	}
-	from, err := h.Resolve(ctx, rev1)
-	if err != nil {
-		if c.NArg() >= 1 {
-			return usagef("diff: %v", err)
-		}
-		from = "" // HEAD is the first commit: compare with the empty tree
 	}
 	vs, err := h.DiffVersions(ctx, from, to, "", store.DiffLimit)
 	if err != nil {
@@ -204,14 +189,6 @@ func runDiff(c *cli.Context) error {
 		return writeJSON(c.App.Writer, rep)
 	}
 	return rep.WriteText(c.App.Writer)
-}
-
-func shareDecodeBlob(c *cli.Context, h *gitrepo.History, hash string, v any, kind string) error {
-	data, err := h.Blob(c.Context, hash, store.MaxBytes(kind))
-	if err != nil {
-		return err
-	}
-	return store.Unmarshal(data, v, kind)
 }
 
 func shareShort(hash string) string {
@@ -242,22 +219,9 @@ func runLog(c *cli.Context) error {
 	if c.NArg() > 1 {
 		return usagef("log takes at most one DOMAIN[/INTENT], got %d arguments", c.NArg())
 	}
-	paths := []string{store.FactsDir}
-	if arg := c.Args().First(); arg != "" {
-		domPart, intent, hasIntent := strings.Cut(arg, "/")
-		dom, err := engine.NormalizeDomain(domPart)
-		if err != nil {
-			return usagef("log: %q is not a domain: %v", domPart, err)
-		}
-		if hasIntent && intent != "" {
-			key := intent
-			if !engine.ValidKey(key) {
-				key = engine.IntentKey(intent)
-			}
-			paths = []string{store.FactsPath(dom, key), store.ExperiencePath(dom, key)}
-		} else {
-			paths = []string{store.FactsDir + "/" + dom, store.ExperienceDir + "/" + dom}
-		}
+	paths, err := store.EntryPaths(c.Args().First())
+	if err != nil {
+		return usagef("log: %v", err)
 	}
 	h, err := gitrepo.OpenHistory(knowledgeDir(c))
 	if err != nil {
@@ -287,8 +251,7 @@ func runLog(c *cli.Context) error {
 	return nil
 }
 
-// shareLogState describes a file at a commit: a facts entry's status and
-// revision, an experience file's evidence counts.
+// shareLogState describes a file at a commit (store.Describe).
 func shareLogState(c *cli.Context, h *gitrepo.History, ch gitrepo.FileChange) string {
 	if ch.Deleted() {
 		return "deleted"
@@ -297,27 +260,8 @@ func shareLogState(c *cli.Context, h *gitrepo.History, ch gitrepo.FileChange) st
 	if ch.Added() {
 		verb = "added"
 	}
-	switch {
-	case store.PlaceOf(ch.Path).Top == store.FactsDir:
-		var f engine.Facts
-		if err := shareDecodeBlob(c, h, ch.To, &f, store.KindFacts); err != nil {
-			return verb + ", unreadable: " + err.Error()
-		}
-		rev := f.Revision
-		if rev == "" {
-			rev = f.ContentHash()
-		}
-		s := fmt.Sprintf("%s, status %s, revision r%s", verb, f.Status, rev)
-		if f.Supersedes != "" {
-			s += ", supersedes r" + f.Supersedes
-		}
-		return s
-	case store.PlaceOf(ch.Path).Top == store.ExperienceDir:
-		var x engine.Experience
-		if err := shareDecodeBlob(c, h, ch.To, &x, store.KindExperience); err != nil {
-			return verb + ", unreadable: " + err.Error()
-		}
-		return fmt.Sprintf("%s, %d run(s): %d succeeded, %d failed", verb, x.Attempts, x.Successes, x.Failures)
+	if d := store.Describe(ch.Path, func(limit int) ([]byte, error) { return h.Blob(c.Context, ch.To, limit) }); d != "" {
+		return verb + ", " + d
 	}
 	return verb
 }
@@ -406,10 +350,9 @@ func runCheck(c *cli.Context) error {
 	return nil
 }
 
-// checkState is the file in the git directory (gitrepo.StatePath) where a
-// clean history check remembers the commit it reached, and its format: the
-// version changes when the frozen rule does, so that no remembered result
-// outlives the rule that made it.
+// checkState names the commit a clean history check reached (Repo.Remember),
+// and the version of its key changes when the frozen rule does, so that no
+// remembered result outlives the rule that made it.
 const (
 	checkState        = "pem-check-history"
 	checkStateVersion = "pem-check 1"
@@ -442,14 +385,14 @@ func checkHistory(c *cli.Context, dir string) (checkResult, error) {
 	}
 	if head, herr := h.Resolve(ctx, "HEAD"); herr == nil {
 		opt := gitrepo.WalkOptions{Rev: head, Under: store.FactsDir}
-		state := checkStateVersion + " " + h.Prefix() + " "
+		key := checkStateVersion + " " + h.Prefix()
 		since := c.String("since")
 		if since != "" {
 			if _, err := h.Resolve(ctx, since); err != nil {
 				return res, usagef("check --since: %v", err)
 			}
 			opt.Exclude, res.note = []string{since}, " (those after "+since+")"
-		} else if last, ok := checkRemembered(h, r.StatePath(checkState), state, c.Bool("full")); ok {
+		} else if last, ok := r.Remembered(ctx, checkState, key); ok && !c.Bool("full") {
 			opt.Exclude, res.note = []string{last}, " (new since "+shareShort(last)+", which an earlier check passed; --full rechecks all)"
 		}
 		res.commits, err = h.WalkIntroduced(ctx, opt, func(ci gitrepo.CommitInfo, ch gitrepo.FileChange) error {
@@ -476,7 +419,7 @@ func checkHistory(c *cli.Context, dir string) (checkResult, error) {
 		}
 		if len(res.problems) == 0 && since == "" {
 			// A cache: a failed write only costs the next check a longer walk.
-			_ = os.WriteFile(r.StatePath(checkState), []byte(state+head+"\n"), 0o644)
+			_ = r.Remember(checkState, key, head)
 		}
 	}
 	if base := c.String("pr"); base != "" {
@@ -499,22 +442,4 @@ func checkHistory(c *cli.Context, dir string) (checkResult, error) {
 		res.problems = append(res.problems, prs...)
 	}
 	return res, nil
-}
-
-// checkRemembered returns the commit an earlier clean check of this tree
-// reached, when the state file names one this repository still has (a
-// rewritten or garbage-collected history means a full walk).
-func checkRemembered(h *gitrepo.History, file, prefix string, full bool) (string, bool) {
-	data, err := os.ReadFile(file)
-	if full || err != nil {
-		return "", false
-	}
-	last, ok := strings.CutPrefix(strings.TrimSpace(string(data)), prefix)
-	if !ok || len(last) != 40 {
-		return "", false
-	}
-	if _, err := h.Resolve(context.Background(), last); err != nil {
-		return "", false
-	}
-	return last, true
 }

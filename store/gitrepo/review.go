@@ -3,6 +3,8 @@ package gitrepo
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -169,4 +171,56 @@ func (h *History) ancestors(ctx context.Context, hash plumbing.Hash, seen map[pl
 		stack = append(stack, n.parents...)
 	}
 	return nil
+}
+
+// DiffRange resolves pem diff's revisions: revs holds up to two (REV1
+// [REV2]); REV1 defaults to HEAD~1 and REV2 to HEAD. When REV1 was not
+// given and HEAD is the first commit, from is "" (the empty tree).
+func (h *History) DiffRange(ctx context.Context, revs []string) (from, to string, err error) {
+	rev1, rev2 := "HEAD~1", "HEAD"
+	if len(revs) >= 1 {
+		rev1 = revs[0]
+	}
+	if len(revs) >= 2 {
+		rev2 = revs[1]
+	}
+	if to, err = h.Resolve(ctx, rev2); err != nil {
+		return "", "", err
+	}
+	if from, err = h.Resolve(ctx, rev1); err != nil && len(revs) == 0 {
+		return "", to, nil // HEAD is the first commit: compare with the empty tree
+	}
+	return from, to, err
+}
+
+// Remembered returns the commit Remember last stored under name for key
+// (e.g. the knowledge tree it is about), when the repository still has it: a
+// rewritten or garbage-collected history forgets it.
+func (R *Repo) Remembered(ctx context.Context, name, key string) (string, bool) {
+	data, err := os.ReadFile(R.StatePath(name))
+	if err != nil {
+		return "", false
+	}
+	hash, ok := strings.CutPrefix(strings.TrimSpace(string(data)), key+" ")
+	if !ok || !plumbing.IsHash(hash) {
+		return "", false
+	}
+	h, err := R.History()
+	if err != nil {
+		return "", false
+	}
+	if _, err := h.Resolve(ctx, hash); err != nil {
+		return "", false
+	}
+	return hash, true
+}
+
+// Remember stores the commit hash under name for key, in the git directory
+// (StatePath: never committed), replacing what was there.
+func (R *Repo) Remember(name, key, hash string) error {
+	tmp := R.StatePath(name + ".tmp")
+	if err := os.WriteFile(tmp, []byte(key+" "+hash+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, R.StatePath(name))
 }
