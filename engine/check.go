@@ -92,10 +92,10 @@ func checkHarmless(v string) bool {
 func CheckSecrets(path string, data []byte, values map[string]string) []CheckProblem {
 	var out []CheckProblem
 	text := string(data)
-	lineOf := func(off int) int { return strings.Count(text[:off], "\n") + 1 }
+	lines := lineIndex{text: text}
 	seen := map[string]bool{}
 	add := func(off int, what string) {
-		msg := fmt.Sprintf("line %d holds %s: remove it (and rotate it), then keep it out with {{secret:NAME}} placeholders", lineOf(off), what)
+		msg := fmt.Sprintf("line %d holds %s: remove it (and rotate it), then keep it out with {{secret:NAME}} placeholders", lines.of(off), what)
 		if !seen[msg] {
 			seen[msg] = true
 			out = append(out, CheckProblem{Kind: CheckSecret, Path: path, Msg: msg})
@@ -134,6 +134,32 @@ func CheckSecrets(path string, data []byte, values map[string]string) []CheckPro
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Msg < out[j].Msg })
 	return out
+}
+
+// lineIndex tells the line of a byte offset: the offsets of the line breaks
+// are found in one pass over the text, on the first question, and each
+// question is then a binary search (a file with a match on every line costs
+// one pass, not one recount from the start per match).
+type lineIndex struct {
+	text   string
+	breaks []int // offsets of every '\n', found on the first question
+	built  bool
+}
+
+// of returns the 1-based line that holds the byte at off.
+func (x *lineIndex) of(off int) int {
+	if !x.built {
+		x.built = true
+		for i := 0; ; {
+			j := strings.IndexByte(x.text[i:], '\n')
+			if j < 0 {
+				break
+			}
+			x.breaks = append(x.breaks, i+j)
+			i += j + 1
+		}
+	}
+	return sort.SearchInts(x.breaks, off) + 1
 }
 
 // CheckFrozenChange reports a change of a facts entry that altered verified
