@@ -59,9 +59,6 @@ func childConsolidate() int {
 
 var testSig = gitrepo.Signature{Name: "pem", Email: "pem@localhost", When: time.Date(2025, 3, 10, 13, 0, 0, 0, time.UTC)}
 
-// git runs the git CLI in dir (gitcli.Run).
-var git = gitcli.Run
-
 // newRepoTree makes an initialized tree with a git repository and its first
 // commit, and opens it.
 func newRepoTree(t testing.TB) (*store.Store, string) {
@@ -139,10 +136,10 @@ func treeDigest(t testing.TB, dir string, under ...string) string {
 
 func assertGitClean(t *testing.T, dir string) {
 	t.Helper()
-	if st := git(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := gitcli.Run(t, dir, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Fatalf("git status not clean after consolidation:\n%s", st)
 	}
-	git(t, dir, "fsck", "--strict", "--no-dangling")
+	gitcli.Run(t, dir, "fsck", "--strict", "--no-dangling")
 }
 
 func at(now time.Time) Options {
@@ -158,7 +155,7 @@ func TestRunCommitsNewTracesAndIsIdempotent(t *testing.T) {
 		ts = append(ts, f.trace(traceSpec{url: starsURL, intent: "star count", session: s, at: day0.Add(-days(1) + time.Duration(i)*time.Minute), ok: true, steps: starsRoute}))
 	}
 	put(t, st, ts...)
-	first := git(t, dir, "rev-parse", "HEAD")
+	first := gitcli.Run(t, dir, "rev-parse", "HEAD")
 
 	res, err := Run(ctx, st, at(day0))
 	if err != nil {
@@ -167,7 +164,7 @@ func TestRunCommitsNewTracesAndIsIdempotent(t *testing.T) {
 	if len(res.Commits) != 1 {
 		t.Fatalf("commits %v, want 1", res.Commits)
 	}
-	got := git(t, dir, "show", "--name-status", "--format=%an <%ae>%n%s", "HEAD")
+	got := gitcli.Run(t, dir, "show", "--name-status", "--format=%an <%ae>%n%s", "HEAD")
 	want := []string{"pem <pem@localhost>", "pem: consolidate 3 traces (1 entry)",
 		"A\texperience/github.com/star-count.yaml", "A\tfacts/github.com/star-count.yaml"}
 	for _, tr := range ts {
@@ -178,13 +175,13 @@ func TestRunCommitsNewTracesAndIsIdempotent(t *testing.T) {
 			t.Errorf("commit lacks %q:\n%s", w, got)
 		}
 	}
-	if p := git(t, dir, "rev-parse", "HEAD^"); p != first {
+	if p := gitcli.Run(t, dir, "rev-parse", "HEAD^"); p != first {
 		t.Fatalf("parent %s, want %s", p, first)
 	}
 	assertGitClean(t, dir)
 
 	// A second run at the same time or later finds nothing: no write, no commit.
-	head, digest := git(t, dir, "rev-parse", "HEAD"), treeDigest(t, dir)
+	head, digest := gitcli.Run(t, dir, "rev-parse", "HEAD"), treeDigest(t, dir)
 	for _, now := range []time.Time{day0, day0.Add(time.Hour)} {
 		res, err := Run(ctx, st, at(now))
 		if err != nil {
@@ -194,7 +191,7 @@ func TestRunCommitsNewTracesAndIsIdempotent(t *testing.T) {
 			t.Fatalf("second run did something: %s, commits %v, written %v", res.Plan, res.Commits, res.Written)
 		}
 	}
-	if h := git(t, dir, "rev-parse", "HEAD"); h != head {
+	if h := gitcli.Run(t, dir, "rev-parse", "HEAD"); h != head {
 		t.Fatalf("second run committed %s", h)
 	}
 	if d := treeDigest(t, dir); d != digest {
@@ -205,7 +202,7 @@ func TestRunCommitsNewTracesAndIsIdempotent(t *testing.T) {
 func TestDryRunWritesNothing(t *testing.T) {
 	st, dir := newRepoTree(t)
 	put(t, st, newFx(12).trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-time.Hour), ok: true, steps: starsRoute}))
-	digest, head := treeDigest(t, dir), git(t, dir, "rev-parse", "HEAD")
+	digest, head := treeDigest(t, dir), gitcli.Run(t, dir, "rev-parse", "HEAD")
 	opts := at(day0)
 	opts.DryRun = true
 	res, err := Run(context.Background(), st, opts)
@@ -215,7 +212,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	if res.Plan.Count(KindFold) != 1 || res.Plan.Count(KindCreate) != 1 {
 		t.Fatalf("dry run plan:\n%s", res.Plan)
 	}
-	if treeDigest(t, dir) != digest || git(t, dir, "rev-parse", "HEAD") != head {
+	if treeDigest(t, dir) != digest || gitcli.Run(t, dir, "rev-parse", "HEAD") != head {
 		t.Fatal("dry run wrote or committed")
 	}
 }
@@ -260,20 +257,20 @@ func TestVerifyContestRecoverLifecycle(t *testing.T) {
 		t.Fatalf("status %s after 5 successes in 2 sessions, want verified", fa.Status)
 	}
 	rev := fa.Revision
-	subj := git(t, dir, "log", "-1", "--format=%s")
+	subj := gitcli.Run(t, dir, "log", "-1", "--format=%s")
 	if subj != "pem: verify github.com/star-count r"+rev {
 		t.Fatalf("last commit %q, want the verify commit", subj)
 	}
-	if files := git(t, dir, "show", "--name-only", "--format=", "HEAD"); files != "facts/github.com/star-count.yaml" {
+	if files := gitcli.Run(t, dir, "show", "--name-only", "--format=", "HEAD"); files != "facts/github.com/star-count.yaml" {
 		t.Fatalf("verify commit holds %q, want only the facts file", files)
 	}
-	trailers := git(t, dir, "log", "-1", "--format=%(trailers:only,unfold)")
+	trailers := gitcli.Run(t, dir, "log", "-1", "--format=%(trailers:only,unfold)")
 	for _, want := range []string{"Confidence: 0.97", "Successes: 5", "Failures: 0", "Sessions: 2"} {
 		if !strings.Contains(trailers, want) {
 			t.Errorf("trailers lack %q:\n%s", want, trailers)
 		}
 	}
-	if prev := git(t, dir, "log", "-1", "--skip=1", "--format=%s"); prev != "pem: consolidate 5 traces (1 entry)" {
+	if prev := gitcli.Run(t, dir, "log", "-1", "--skip=1", "--format=%s"); prev != "pem: consolidate 5 traces (1 entry)" {
 		t.Fatalf("commit before the verify: %q", prev)
 	}
 	assertGitClean(t, dir)
@@ -313,7 +310,7 @@ func TestVerifyContestRecoverLifecycle(t *testing.T) {
 	if fa.Status != engine.Verified || fa.Revision != rev {
 		t.Fatalf("after recovery: status %s r%s, want verified r%s", fa.Status, fa.Revision, rev)
 	}
-	if n := git(t, dir, "log", "--format=%s", "--grep=^pem: verify github.com/star-count r"+rev); strings.Count(n, "\n")+1 != 2 {
+	if n := gitcli.Run(t, dir, "log", "--format=%s", "--grep=^pem: verify github.com/star-count r"+rev); strings.Count(n, "\n")+1 != 2 {
 		t.Fatalf("want two verify commits, have:\n%s", n)
 	}
 	var statuses []string
@@ -375,13 +372,13 @@ func TestExpiryKeepsEvidenceAndIgnoresReappearingTraces(t *testing.T) {
 	if before.Confidence != after.Confidence || before.SuccessCount != after.SuccessCount || before.FailureCount != after.FailureCount || after.SuccessCount != 3 {
 		t.Fatalf("expiry changed the evidence: before %.2f %d/%d, after %.2f %d/%d", before.Confidence, before.SuccessCount, before.FailureCount, after.Confidence, after.SuccessCount, after.FailureCount)
 	}
-	if got := git(t, dir, "show", "--name-status", "--format=", "HEAD"); strings.Count(got, "D\ttraces/") != 4 {
+	if got := gitcli.Run(t, dir, "show", "--name-status", "--format=", "HEAD"); strings.Count(got, "D\ttraces/") != 4 {
 		t.Fatalf("expiry commit:\n%s", got)
 	}
 	assertGitClean(t, dir)
 
 	// The expired traces come back (an old branch merged): not counted again.
-	head := git(t, dir, "rev-parse", "HEAD")
+	head := gitcli.Run(t, dir, "rev-parse", "HEAD")
 	for p, data := range keep {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -399,7 +396,7 @@ func TestExpiryKeepsEvidenceAndIgnoresReappearingTraces(t *testing.T) {
 	if again.SuccessCount != 3 || again.FailureCount != 1 {
 		t.Fatalf("reappearing traces counted again: %d/%d", again.SuccessCount, again.FailureCount)
 	}
-	if h := git(t, dir, "rev-parse", "HEAD"); h != head {
+	if h := gitcli.Run(t, dir, "rev-parse", "HEAD"); h != head {
 		t.Fatalf("deleting untracked reappearing traces made commit %s", h)
 	}
 	assertGitClean(t, dir)
@@ -667,8 +664,8 @@ func TestRunOpensTheRepositoryOnce(t *testing.T) {
 	if n := gitrepo.Opens() - before; n != 0 {
 		t.Fatalf("runs with Options.Repo opened the repository %d times, want 0", n)
 	}
-	if h, err := repo.Head(ctx); err != nil || h != git(t, dir, "rev-parse", "HEAD") {
-		t.Fatalf("handle's HEAD %q, %v; git says %s", h, err, git(t, dir, "rev-parse", "HEAD"))
+	if h, err := repo.Head(ctx); err != nil || h != gitcli.Run(t, dir, "rev-parse", "HEAD") {
+		t.Fatalf("handle's HEAD %q, %v; git says %s", h, err, gitcli.Run(t, dir, "rev-parse", "HEAD"))
 	}
 	assertGitClean(t, dir)
 }

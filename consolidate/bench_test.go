@@ -28,6 +28,7 @@ import (
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
 	"github.com/pemdev/pem/store/gitrepo"
+	"github.com/pemdev/pem/store/storetest/gitcli"
 	"github.com/pemdev/pem/store/treegen"
 )
 
@@ -120,7 +121,7 @@ func benchScale() float64 {
 func gitTimed(b *testing.B, dir string, args ...string) time.Duration {
 	b.Helper()
 	start := time.Now()
-	git(b, dir, args...)
+	gitcli.Run(b, dir, args...)
 	return time.Since(start)
 }
 
@@ -143,13 +144,13 @@ func benchBase(b *testing.B, domains, intents, traces int) string {
 	if err := treegen.Generate(ctx, dir, domains, intents, traces, 1); err != nil {
 		b.Fatal(err)
 	}
-	git(b, dir, "init", "-q", "-b", "main")
-	git(b, dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "add", "-A")
-	git(b, dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "gc.auto=0", "commit", "-q", "-m", "tree")
+	gitcli.Run(b, dir, "init", "-q", "-b", "main")
+	gitcli.Run(b, dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "add", "-A")
+	gitcli.Run(b, dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "gc.auto=0", "commit", "-q", "-m", "tree")
 	// Packed, like a repository that lives long; no automatic gc in the
 	// background of a measurement.
-	git(b, dir, "gc", "-q")
-	git(b, dir, "config", "gc.auto", "0")
+	gitcli.Run(b, dir, "gc", "-q")
+	gitcli.Run(b, dir, "config", "gc.auto", "0")
 	if err := gitrepo.Init(ctx, dir); err != nil {
 		b.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func BenchmarkConsolidate(b *testing.B) {
 	// The copy has new inodes and ctimes: refresh git's index so that both
 	// pem and the git CLI start from a fresh index, and refresh the summary
 	// cache with this code's format (a no-op when it is current).
-	git(b, dir, "update-index", "-q", "--refresh")
+	gitcli.Run(b, dir, "update-index", "-q", "--refresh")
 	// The copy leaves a gigabyte of dirty pages: write them back now, not
 	// during the measurement.
 	syscall.Sync()
@@ -205,7 +206,7 @@ func BenchmarkConsolidate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	before := git(b, dir, "rev-parse", "HEAD")
+	before := gitcli.Run(b, dir, "rev-parse", "HEAD")
 	rng := rand.New(rand.NewSource(2))
 	for i := 0; i < fresh; i++ {
 		d, j := rng.Intn(domains), rng.Intn(intents)
@@ -240,13 +241,13 @@ func BenchmarkConsolidate(b *testing.B) {
 	if err := json.Unmarshal(out, &r); err != nil {
 		b.Fatalf("%v: %s", err, out)
 	}
-	if st := git(b, dir, "status", "--porcelain"); st != "" {
+	if st := gitcli.Run(b, dir, "status", "--porcelain"); st != "" {
 		b.Fatalf("git status not clean after consolidation:\n%.2000s", st)
 	}
 
 	// The same change committed by the git CLI: back to the tree before,
 	// with the worktree as consolidation left it.
-	git(b, dir, "reset", "-q", "--mixed", before)
+	gitcli.Run(b, dir, "reset", "-q", "--mixed", before)
 	addCommit := gitTimed(b, dir, "add", "-A") + gitTimed(b, dir, "-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "-m", "same change")
 	cliMs := float64(addCommit.Microseconds()) / 1000
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
 // childServe is pem serve in a child process: consolidate every second until
@@ -38,7 +39,7 @@ func childServe() int {
 func TestServeRunsJobsAndStopsOnSIGTERM(t *testing.T) {
 	st, dir := newRepoTree(t)
 	put(t, st, newFx(21).trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: time.Now().Add(-time.Hour), ok: true, steps: starsRoute}))
-	head := git(t, dir, "rev-parse", "HEAD")
+	head := gitcli.Run(t, dir, "rev-parse", "HEAD")
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PEM_TEST_CHILD=serve", "PEM_TEST_DIR="+dir, "GIT_CONFIG_NOSYSTEM=1")
@@ -78,7 +79,7 @@ func TestServeRunsJobsAndStopsOnSIGTERM(t *testing.T) {
 		}
 	}
 	wait(`"msg":"job finished"`)
-	if h := git(t, dir, "rev-parse", "HEAD"); h == head {
+	if h := gitcli.Run(t, dir, "rev-parse", "HEAD"); h == head {
 		t.Fatal("the scheduled job made no commit")
 	}
 	wait(`"msg":"job finished"`) // a second tick: nothing new, still fine
@@ -91,7 +92,7 @@ func TestServeRunsJobsAndStopsOnSIGTERM(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("serve did not exit cleanly on SIGTERM: %v\n%s", err, strings.Join(log, "\n"))
 	}
-	if n := git(t, dir, "rev-list", "--count", "HEAD"); n != "2" {
+	if n := gitcli.Run(t, dir, "rev-list", "--count", "HEAD"); n != "2" {
 		t.Fatalf("%s commits, want 2 (init + one consolidation): a tick with nothing new must not commit", n)
 	}
 	assertGitClean(t, dir)

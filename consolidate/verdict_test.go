@@ -2,6 +2,7 @@ package consolidate
 
 import (
 	"context"
+	"github.com/pemdev/pem/store/storetest/gitcli"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestVerdictsFoldOnceAndContest(t *testing.T) {
 		!strings.Contains(r.Plan.String(), "run "+judged+" was judged wrong") {
 		t.Errorf("plan reasons:\n%s", r.Plan)
 	}
-	if files := git(t, dir, "show", "--name-only", "--format=", "HEAD"); !strings.Contains(files, "verdicts/github.com/"+judged+"/qa.yaml") {
+	if files := gitcli.Run(t, dir, "show", "--name-only", "--format=", "HEAD"); !strings.Contains(files, "verdicts/github.com/"+judged+"/qa.yaml") {
 		t.Errorf("the verdict is not committed with its fold: %s", files)
 	}
 	x, _ = st.Experience(ctx, "github.com", "star-count")
@@ -65,9 +66,9 @@ func TestVerdictsFoldOnceAndContest(t *testing.T) {
 	}
 
 	// Idempotent: the verdict is folded; nothing to do, no commit.
-	head := git(t, dir, "rev-parse", "HEAD")
+	head := gitcli.Run(t, dir, "rev-parse", "HEAD")
 	r, err = Run(ctx, st, at(day0.Add(3*time.Hour)))
-	if err != nil || !r.Plan.Empty() || git(t, dir, "rev-parse", "HEAD") != head {
+	if err != nil || !r.Plan.Empty() || gitcli.Run(t, dir, "rev-parse", "HEAD") != head {
 		t.Fatalf("second consolidation: %v\n%s", err, r.Plan)
 	}
 

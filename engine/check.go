@@ -58,10 +58,10 @@ func (p CheckProblem) String() string {
 func CheckSecrets(path string, data []byte, values map[string]string) []CheckProblem {
 	var out []CheckProblem
 	text := string(data)
-	lineOf := func(off int) int { return strings.Count(text[:off], "\n") + 1 }
+	lines := lineIndex{text: text}
 	seen := map[string]bool{}
 	add := func(off int, what string) {
-		where := fmt.Sprintf("line %d", lineOf(off))
+		where := fmt.Sprintf("line %d", lines.of(off))
 		if f := yamlFieldAt(text, off); f != "" {
 			where += " (field " + f + ")"
 		}
@@ -99,6 +99,32 @@ func CheckSecrets(path string, data []byte, values map[string]string) []CheckPro
 	return out
 }
 
+// lineIndex tells the line of a byte offset: the offsets of the line breaks
+// are found in one pass over the text, on the first question, and each
+// question is then a binary search (a file with a match on every line costs
+// one pass, not one recount from the start per match).
+type lineIndex struct {
+	text   string
+	breaks []int // offsets of every '\n', found on the first question
+	built  bool
+}
+
+// of returns the 1-based line that holds the byte at off.
+func (x *lineIndex) of(off int) int {
+	if !x.built {
+		x.built = true
+		for i := 0; ; {
+			j := strings.IndexByte(x.text[i:], '\n')
+			if j < 0 {
+				break
+			}
+			x.breaks = append(x.breaks, i+j)
+			i += j + 1
+		}
+	}
+	return sort.SearchInts(x.breaks, off) + 1
+}
+
 // CheckFrozenChange reports a change of a facts entry that altered verified
 // content: the old version was verified and the new one has different
 // content without superseding the old revision (or the entry was deleted).
@@ -126,28 +152,38 @@ func CheckFrozenChange(path, commit string, old, new *Facts) *CheckProblem {
 		Msg: fmt.Sprintf("changed the content of verified revision r%s (now r%s) without superseding it: revert the edit, or propose a new revision with 'supersedes: %s' (pem deep-learn does)", rev, new.ContentHash(), rev)}
 }
 
+// PRChange is one file a pull request changes, placed by the tree's layout
+// (the store's, handed in: engine spells no path).
+type PRChange struct {
+	Path           string // relative to the knowledge tree
+	Derived        bool   // a derived file (experience/)
+	Trace          bool   // a trace file
+	Verdict        bool   // a verdict file
+	Added, Deleted bool
+}
+
 // CheckPRChange reports a file change a contributor's pull request must not
-// make: any change under experience/ (derived; only the consolidator on the
-// shared branch writes it) and any edit or deletion of a trace (traces are
-// immutable; contributions only add them). path is relative to the knowledge
-// tree.
-func CheckPRChange(path string, added, deleted bool) *CheckProblem {
+// make: any change of a derived file (only the consolidator on the shared
+// branch writes experience/) and any edit or deletion of a trace (traces are
+// immutable; contributions only add them).
+func CheckPRChange(c PRChange) *CheckProblem {
+	// Verdicts, like traces, are immutable and only ever added.
 	switch {
-	case strings.HasPrefix(path, "experience/"):
-		return &CheckProblem{Kind: CheckDerived, Path: path,
-			Msg: "experience/ is derived and written only by the scheduled consolidation: drop this change from the pull request (git checkout <base> -- " + path + ", or git rm it if it is new) and contribute traces instead"}
-	case strings.HasPrefix(path, "traces/") && deleted:
-		return &CheckProblem{Kind: CheckTraceEdit, Path: path,
-			Msg: "deletes a trace: traces are immutable and expire only through consolidation; restore it (git checkout <base> -- " + path + ")"}
-	case strings.HasPrefix(path, "traces/") && !added:
-		return &CheckProblem{Kind: CheckTraceEdit, Path: path,
-			Msg: "edits a trace: traces are immutable records of a run; restore it (git checkout <base> -- " + path + ") and record a new run instead"}
-	case strings.HasPrefix(path, "verdicts/") && deleted:
-		return &CheckProblem{Kind: CheckTraceEdit, Path: path,
-			Msg: "deletes a verdict: verdicts are immutable judgements of a run; restore it (git checkout <base> -- " + path + ")"}
-	case strings.HasPrefix(path, "verdicts/") && !added:
-		return &CheckProblem{Kind: CheckTraceEdit, Path: path,
-			Msg: "edits a verdict: verdicts are immutable; restore it (git checkout <base> -- " + path + ") and judge a newer run instead"}
+	case c.Derived:
+		return &CheckProblem{Kind: CheckDerived, Path: c.Path,
+			Msg: "experience/ is derived and written only by the scheduled consolidation: drop this change from the pull request (git checkout <base> -- " + c.Path + ", or git rm it if it is new) and contribute traces instead"}
+	case c.Trace && c.Deleted:
+		return &CheckProblem{Kind: CheckTraceEdit, Path: c.Path,
+			Msg: "deletes a trace: traces are immutable and expire only through consolidation; restore it (git checkout <base> -- " + c.Path + ")"}
+	case c.Trace && !c.Added:
+		return &CheckProblem{Kind: CheckTraceEdit, Path: c.Path,
+			Msg: "edits a trace: traces are immutable records of a run; restore it (git checkout <base> -- " + c.Path + ") and record a new run instead"}
+	case c.Verdict && c.Deleted:
+		return &CheckProblem{Kind: CheckTraceEdit, Path: c.Path,
+			Msg: "deletes a verdict: verdicts are immutable judgements of a run; restore it (git checkout <base> -- " + c.Path + ")"}
+	case c.Verdict && !c.Added:
+		return &CheckProblem{Kind: CheckTraceEdit, Path: c.Path,
+			Msg: "edits a verdict: verdicts are immutable; restore it (git checkout <base> -- " + c.Path + ") and judge a newer run instead"}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -109,23 +110,23 @@ func TestCheckFrozenChange(t *testing.T) {
 
 func TestCheckPRChange(t *testing.T) {
 	cases := []struct {
-		path           string
-		added, deleted bool
-		want           string
+		path                                    string
+		derived, trace, verdict, added, deleted bool
+		want                                    string
 	}{
-		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", true, false, ""},
-		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, false, CheckTraceEdit},
-		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, true, CheckTraceEdit},
-		{"verdicts/example.com/01J00000000000000000000001/qa.yaml", true, false, ""},
-		{"verdicts/example.com/01J00000000000000000000001/qa.yaml", false, false, CheckTraceEdit},
-		{"verdicts/example.com/01J00000000000000000000001/qa.yaml", false, true, CheckTraceEdit},
-		{"experience/example.com/find-stars.yaml", true, false, CheckDerived},
-		{"experience/example.com/find-stars.yaml", false, false, CheckDerived},
-		{"facts/example.com/find-stars.yaml", false, false, ""},
-		{"pem.yaml", false, false, ""},
+		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, true, false, true, false, ""},
+		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, true, false, false, false, CheckTraceEdit},
+		{"traces/example.com/2026-03-01/01J00000000000000000000001.yaml", false, true, false, false, true, CheckTraceEdit},
+		{"verdicts/example.com/01J00000000000000000000001/qa.yaml", false, false, true, true, false, ""},
+		{"verdicts/example.com/01J00000000000000000000001/qa.yaml", false, false, true, false, false, CheckTraceEdit},
+		{"verdicts/example.com/01J00000000000000000000001/qa.yaml", false, false, true, false, true, CheckTraceEdit},
+		{"experience/example.com/find-stars.yaml", true, false, false, true, false, CheckDerived},
+		{"experience/example.com/find-stars.yaml", true, false, false, false, false, CheckDerived},
+		{"facts/example.com/find-stars.yaml", false, false, false, false, false, ""},
+		{"pem.yaml", false, false, false, false, false, ""},
 	}
 	for _, c := range cases {
-		p := CheckPRChange(c.path, c.added, c.deleted)
+		p := CheckPRChange(PRChange{Path: c.path, Derived: c.derived, Trace: c.trace, Verdict: c.verdict, Added: c.added, Deleted: c.deleted})
 		got := ""
 		if p != nil {
 			got = p.Kind
@@ -133,5 +134,35 @@ func TestCheckPRChange(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s (added %v deleted %v): got %q, want %q", c.path, c.added, c.deleted, got, c.want)
 		}
+	}
+}
+
+// TestCheckSecretsEveryLine: a 4 MB file with a password= assignment on every
+// line reports each line once, with its right number (the line index).
+func TestCheckSecretsEveryLine(t *testing.T) {
+	var b strings.Builder
+	n := 0
+	for b.Len() < 4<<20 {
+		n++
+		fmt.Fprintf(&b, "password=hunter2secret%07d\n", n)
+	}
+	got := CheckSecrets("notes.txt", []byte(b.String()), nil)
+	if len(got) != n {
+		t.Fatalf("%d problems for %d lines", len(got), n)
+	}
+	seen := make([]bool, n+1)
+	for _, p := range got {
+		var line int
+		if _, err := fmt.Sscanf(p.Msg, "line %d holds a password assignment:", &line); err != nil || line < 1 || line > n || seen[line] {
+			t.Fatalf("bad or repeated problem: %q (%v)", p.Msg, err)
+		}
+		seen[line] = true
+		if p.Path != "notes.txt" || strings.Contains(p.Msg, "hunter2") {
+			t.Fatalf("problem %+v", p)
+		}
+	}
+	// No final line break, a match on the last byte's line, and CRLF lines.
+	if got := CheckSecrets("x", []byte("a\r\nb\r\npassword=abcd1234"), nil); len(got) != 1 || !strings.HasPrefix(got[0].Msg, "line 3 ") {
+		t.Errorf("last line without a break: %+v", got)
 	}
 }

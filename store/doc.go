@@ -9,9 +9,12 @@
 // *Store implements engine.Store on it; Marshal and Unmarshal are the
 // canonical YAML codec every package that touches tree files uses; Check
 // lists every bad file, and Files hands every file of the tree to a callback
-// (pem check's secret scan) through the same confinement. The git side of the
-// tree (commits, the journal, log, diff, sync, the merge driver) is package
-// store/gitrepo, which store does not import.
+// (pem check's secret scan) through the same confinement. PlaceOf, MergeFiles,
+// Diff, CheckFrozen, Describe and EntryPaths are the file half of the review
+// commands (review.go): versions of tree files handed in as bytes, decoded,
+// then judged by engine's rules. The git side of the tree (commits, the
+// journal, the history walks, sync, the merge driver's registration) is
+// package store/gitrepo, which store does not import.
 //
 // Guarantees:
 //   - Canonical YAML: the same value always encodes to the same bytes, and

@@ -13,7 +13,9 @@ import (
 
 // Files calls fn with every regular file of the tree, hidden ones included,
 // in lexical order, and with up to max bytes of its content (a longer file
-// gives its first max bytes). .git directories and the writer lock are
+// gives its first max bytes); a file the layout gives a kind (PlaceOf) is read
+// at most up to its kind's cap, so a file Check refuses for its size is not
+// read past the cap either. .git directories and the writer lock are
 // skipped, and so are symlinks and other irregular entries (Check reports
 // them). Every read goes through the tree's confinement, like the store's own
 // reads. It is how pem check scans the whole tree for secrets. An error from
@@ -32,7 +34,11 @@ func (s *Store) Files(ctx context.Context, max int64, fn func(rel string, data [
 		if !d.Type().IsRegular() || rel == lockFile {
 			return nil
 		}
-		data, err := s.readPrefix(rel, max)
+		limit := max
+		if k := PlaceOf(rel).Kind; k != "" {
+			limit = min(limit, int64(MaxBytes(k)))
+		}
+		data, err := s.readPrefix(rel, limit)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", rel, err)
 		}
@@ -58,7 +64,14 @@ func (s *Store) readPrefix(rel string, max int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %s is not a regular file", engine.ErrUnsafePath, rel)
 	}
-	return io.ReadAll(io.LimitReader(f, max))
+	// One read into a buffer of the right size (io.ReadAll would grow it,
+	// copying, from 512 bytes up).
+	data := make([]byte, min(fi.Size(), max))
+	n, err := io.ReadFull(f, data)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = nil // the file shrank meanwhile: what is there
+	}
+	return data[:n], err
 }
 
 // openPortable opens rel where openat2 is unavailable: no symlink on the way

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
 )
 
@@ -69,5 +70,45 @@ func TestFiles(t *testing.T) {
 	stop := context.Canceled
 	if err := s.Files(ctx, 16, func(string, []byte) error { return stop }); err != stop {
 		t.Errorf("an error from fn: Files = %v, want it returned", err)
+	}
+}
+
+// TestFilesCapsByKind: a file the layout gives a kind is read at most up to
+// its kind's cap, so an over-cap trace (which Check refuses) is not read
+// past the cap; a file of no kind is read up to max.
+func TestFilesCapsByKind(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "k")
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	ref := engine.TraceRef{Domain: "example.com", Day: "2026-03-01", ID: "01J00000000000000000000001"}
+	over := store.MaxTraceBytes + 4096
+	for _, rel := range []string{store.TracePath(ref), "notes/big.txt"} {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(strings.Repeat("x", over)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := map[string]int{}
+	if err := s.Files(ctx, store.MaxExperienceBytes, func(rel string, data []byte) error {
+		got[rel] = len(data)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := got[store.TracePath(ref)]; n != store.MaxTraceBytes {
+		t.Errorf("an over-cap trace gave %d bytes, want its cap %d", n, store.MaxTraceBytes)
+	}
+	if n := got["notes/big.txt"]; n != over {
+		t.Errorf("a file of no kind gave %d bytes, want all %d", n, over)
 	}
 }

@@ -29,6 +29,10 @@ const GitAttributes = "experience/** linguist-generated=true merge=pem\ntraces/*
 // gitignore keeps the lock file and leftover temporary files out of git.
 const gitignore = ".pem.lock\n*.tmp\n"
 
+// InitFiles names what Init creates, for messages: the files, and the
+// directories with a trailing slash.
+var InitFiles = []string{configFile, tracesDir + "/", experienceDir + "/", factsDir + "/", ".gitattributes", ".gitignore"}
+
 // Init creates the tree's layout in dir (created if missing): pem.yaml with
 // the default policy, traces/, experience/ and facts/ (each with a .gitkeep),
 // .gitattributes and .gitignore. An existing tree (dir/pem.yaml exists) is

@@ -102,11 +102,15 @@ const (
 	yamlExt       = ".yaml"
 )
 
-// TracesDir and TraceExt name the trace files, for the git side (pem sync
-// shares exactly these).
+// The layout's names, for callers that spell no path by hand (the git side
+// takes them as arguments: pem sync shares exactly TracesDir/…TraceExt).
 const (
-	TracesDir = tracesDir
-	TraceExt  = yamlExt
+	ConfigFile    = configFile
+	TracesDir     = tracesDir
+	ExperienceDir = experienceDir
+	FactsDir      = factsDir
+	VerdictsDir   = verdictsDir
+	TraceExt      = yamlExt
 )
 
 // TracePath returns traces/<domain>/<day>/<id>.yaml.

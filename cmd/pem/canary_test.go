@@ -86,7 +86,7 @@ func TestCanariesNeverStored(t *testing.T) {
 	var outputs strings.Builder
 	pem := func(args ...string) {
 		t.Helper()
-		code, out, errs := sharePem(t, append([]string{"--knowledge", dir}, args...)...)
+		code, out, errs := runPem(t, append([]string{"--knowledge", dir}, args...)...)
 		outputs.WriteString(out + errs)
 		if code != 0 {
 			t.Fatalf("pem %v: exit %d\n%s%s", args, code, out, errs)

@@ -115,7 +115,7 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		if err != nil {
 			return "", fmt.Errorf("the proposals were written but not committed: %w (commit them with git)", err)
 		}
-		fmt.Fprintf(log, "pem: deep-learn wrote %d proposals onto the current branch (commit %s)\n", len(changed), short(h))
+		fmt.Fprintf(log, "pem: deep-learn wrote %d proposals onto the current branch (commit %s)\n", len(changed), shortHash(h))
 		return report, nil
 	}
 	files := map[string][]byte{}
@@ -137,15 +137,8 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		fmt.Fprintf(log, "pem: deep-learn: nothing to propose beyond what HEAD or branch %s holds already; branch not moved\n", branch)
 		return report, nil
 	}
-	fmt.Fprintf(log, "pem: deep-learn proposed %d entries on branch %s (commit %s); review with: git diff HEAD %s\n", len(changed), branch, short(h), branch)
+	fmt.Fprintf(log, "pem: deep-learn proposed %d entries on branch %s (commit %s); review with: git diff HEAD %s\n", len(changed), branch, shortHash(h), branch)
 	return report, nil
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 func newExperienceDeepLearnCmd() *cli.Command {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,7 +18,7 @@ func newInitCmd() *cli.Command {
 		Name:      "init",
 		Usage:     "create a knowledge tree and its git repository",
 		ArgsUsage: "[DIR]",
-		Description: "Creates DIR (default: --knowledge) with pem.yaml, traces/, experience/, facts/ and .gitattributes,\n" +
+		Description: "Creates DIR (default: --knowledge) with " + strings.Join(store.InitFiles, ", ") + ",\n" +
 			"a git repository with a first commit, and the 'pem' merge driver. Running it again changes nothing.",
 		Action: runInit,
 	}
@@ -35,24 +35,28 @@ func runInit(c *cli.Context) error {
 		}
 		dir = filepath.Clean(c.Args().First())
 	}
-	repoRoot := enclosingRepo(dir)
 	created, err := store.Init(c.Context, dir)
 	if err != nil {
 		return fmt.Errorf("creating knowledge tree %s: %w", dir, err)
+	}
+	repoRoot, atTree := "", false // the enclosing repository, before Init makes one
+	if r, err := gitrepo.Open(c.Context, dir); err == nil {
+		repoRoot, atTree = r.Root(), r.Root() == r.TreeDir()
+		r.Close()
 	}
 	if err := gitrepo.Init(c.Context, dir); err != nil {
 		return fmt.Errorf("creating git repository in %s: %w", dir, err)
 	}
 	w := c.App.Writer
 	if created {
-		fmt.Fprintf(w, "created knowledge tree %s: pem.yaml, traces/, experience/, facts/, .gitattributes, .gitignore\n", dir)
+		fmt.Fprintf(w, "created knowledge tree %s: %s\n", dir, strings.Join(store.InitFiles, ", "))
 	} else {
 		fmt.Fprintf(w, "knowledge tree %s already exists: left as it was\n", dir)
 	}
 	switch {
 	case repoRoot == "":
 		fmt.Fprintf(w, "created git repository %s with a first commit and the 'pem' merge driver\n", filepath.Join(dir, ".git"))
-	case sameDir(repoRoot, dir):
+	case atTree:
 		fmt.Fprintf(w, "git repository %s already exists: the 'pem' merge driver is registered\n", filepath.Join(dir, ".git"))
 	default:
 		fmt.Fprintf(w, "the tree is inside the git repository %s: the 'pem' merge driver is registered there; commit the new files with git\n", repoRoot)
@@ -61,27 +65,4 @@ func runInit(c *cli.Context) error {
 		fmt.Fprintf(w, "next: pem --knowledge %s experience save URL TRACE_JSON\n", dir)
 	}
 	return nil
-}
-
-// enclosingRepo returns the root of the git work tree that holds dir (dir
-// itself or a parent), or "" when there is none.
-func enclosingRepo(dir string) string {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return ""
-	}
-	for d := abs; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			return ""
-		}
-	}
-}
-
-func sameDir(a, b string) bool {
-	aa, err1 := filepath.Abs(a)
-	bb, err2 := filepath.Abs(b)
-	return err1 == nil && err2 == nil && aa == bb
 }

@@ -1,16 +1,14 @@
 package main
 
-// share.go: reviewing and sharing the knowledge through git — merge-driver,
-// sync, diff, log and check. The rules live in engine (merge.go, diff.go,
-// check.go) and the git plumbing in store (gitlog.go); this file reads flags,
-// files and blobs and wires them together.
+// share.go: the commands that review and share the knowledge through git —
+// merge-driver, sync, diff, log and check: flags, calls and printing. The
+// rules are engine's (merge.go, diff.go, check.go), the layout and the
+// decoding of versions store's (review.go), the walks of the history
+// store/gitrepo's (history.go, review.go).
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -75,7 +73,7 @@ func runMergeDriver(c *cli.Context) error {
 	if len(args) == 4 {
 		where = args[3]
 	}
-	out, err := shareMerge(c.Context, args[0], args[1], args[2], strings.Join(args[3:], ""))
+	out, err := store.MergeFiles(c.Context, args[0], args[1], args[2], strings.Join(args[3:], ""))
 	if err != nil {
 		// Non-zero tells git the file conflicts; OURS is left as it was.
 		return cli.Exit(fmt.Sprintf("merge-driver: %s: %v: left our version in place; resolve it by hand", where, err), 1)
@@ -84,101 +82,6 @@ func runMergeDriver(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("merge-driver: writing %s: %v", args[1], err), 1)
 	}
 	return nil
-}
-
-// shareMerge merges the three versions and returns the merged file's bytes.
-// where is the file's path in the tree (git's %P), "" when unknown.
-func shareMerge(ctx context.Context, baseFile, oursFile, theirsFile, where string) ([]byte, error) {
-	read := func(name string) ([]byte, error) {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		data, err := io.ReadAll(io.LimitReader(f, store.MaxExperienceBytes+1))
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
-		}
-		return data, nil
-	}
-	var data [3][]byte
-	for i, name := range []string{baseFile, oursFile, theirsFile} {
-		b, err := read(name)
-		if err != nil {
-			return nil, err
-		}
-		data[i] = b
-	}
-	kind := shareKindOf(where, data[1])
-	decode := func(b []byte, v any, side string) (bool, error) {
-		if len(bytes.TrimSpace(b)) == 0 {
-			return false, nil // no common ancestor: git passes an empty file
-		}
-		if err := store.Unmarshal(b, v, kind); err != nil {
-			return false, fmt.Errorf("%s version: %w", side, err)
-		}
-		return true, nil
-	}
-	lookup, closeTree := shareTraceLookup(ctx, where)
-	defer closeTree()
-	opt := &engine.MergeOptions{Trace: lookup}
-	switch kind {
-	case store.KindExperience:
-		return shareMergeKind(data, decode, opt, engine.MergeExperience)
-	case store.KindFacts:
-		return shareMergeKind(data, decode, opt, engine.MergeFacts)
-	}
-	return nil, fmt.Errorf("not an experience/ or facts/ file: pem merges only those")
-}
-
-// shareKindOf tells an experience file from a facts file by its path, or by
-// its content when git gave no path.
-func shareKindOf(where string, data []byte) string {
-	p := "/" + filepath.ToSlash(where)
-	switch {
-	case strings.Contains(p, "/experience/"):
-		return store.KindExperience
-	case strings.Contains(p, "/facts/"):
-		return store.KindFacts
-	}
-	var x engine.Experience
-	if store.Unmarshal(data, &x, store.KindExperience) == nil {
-		return store.KindExperience
-	}
-	var f engine.Facts
-	if store.Unmarshal(data, &f, store.KindFacts) == nil {
-		return store.KindFacts
-	}
-	return ""
-}
-
-// shareTraceLookup reads the trace behind a piece of evidence from the
-// working tree, which git's merge runs in, through the store (its caps,
-// strict decoding and confinement): the knowledge tree is the part of where
-// before experience/. The lookup is nil when where names no experience file
-// or no tree is there; done releases the store.
-func shareTraceLookup(ctx context.Context, where string) (lookup func(engine.Evidence) (*engine.Trace, bool), done func()) {
-	p := filepath.ToSlash(where)
-	i := strings.LastIndex("/"+p, "/experience/")
-	if where == "" || i < 0 {
-		return nil, func() {}
-	}
-	root := strings.TrimSuffix(p[:i], "/")
-	if root == "" {
-		root = "."
-	}
-	s, err := store.Open(filepath.FromSlash(root), nil)
-	if err != nil {
-		return nil, func() {}
-	}
-	dom, _, _ := strings.Cut(strings.TrimPrefix(p[i:], "experience/"), "/")
-	return func(e engine.Evidence) (*engine.Trace, bool) {
-		t, err := s.Trace(ctx, engine.TraceRef{Domain: dom, Day: e.At.UTC().Format("2006-01-02"), ID: e.Trace})
-		if err != nil || t.ID != e.Trace {
-			return nil, false
-		}
-		return t, true
-	}, func() { s.Close() }
 }
 
 // ---- sync ------------------------------------------------------------
@@ -260,28 +163,25 @@ func runDiff(c *cli.Context) error {
 	}
 	defer h.Close()
 	ctx := c.Context
-	rev1, rev2 := "HEAD~1", "HEAD"
-	if c.NArg() >= 1 {
-		rev1 = c.Args().Get(0)
-	}
-	if c.NArg() == 2 {
-		rev2 = c.Args().Get(1)
-	}
-	to, err := h.Resolve(ctx, rev2)
+	from, to, err := h.DiffRange(ctx, c.Args().Slice())
 	if err != nil {
 		return usagef("diff: %v", err)
 	}
-	from, err := h.Resolve(ctx, rev1)
-	if err != nil {
-		if c.NArg() >= 1 {
-			return usagef("diff: %v", err)
-		}
-		from = "" // HEAD is the first commit: compare with the empty tree
-	}
-	rep, err := shareDiff(c, h, from, to)
+	vs, err := h.DiffVersions(ctx, from, to, "", store.DiffLimit)
 	if err != nil {
 		return err
 	}
+	changes := make([]store.Change, len(vs))
+	for i, v := range vs {
+		changes[i] = store.Change{Path: v.Path, From: v.From, To: v.To, Old: v.Old, New: v.New}
+	}
+	label := shareShort(from)
+	if from == "" {
+		label = "(empty)"
+	}
+	rep := store.Diff(label, shareShort(to), changes, func(rel string) ([]byte, string, error) {
+		return h.ReadAt(ctx, to, rel, store.MaxFactsBytes)
+	})
 	out := newLineScrubber(c.App.Writer) // a tree from before the scrubber prints no credential
 	defer out.Flush()
 	switch format {
@@ -291,108 +191,6 @@ func runDiff(c *cli.Context) error {
 		return writeJSON(c.App.Writer, rep)
 	}
 	return rep.WriteText(out)
-}
-
-// shareDiff builds the report between two commits ("" = the empty tree).
-func shareDiff(c *cli.Context, h *gitrepo.History, from, to string) (*engine.DiffReport, error) {
-	ctx := c.Context
-	changes, err := h.Diff(ctx, from, to, "")
-	if err != nil {
-		return nil, err
-	}
-	rep := &engine.DiffReport{From: shareShort(from), To: shareShort(to), Entries: []engine.EntryDiff{}, Traces: []engine.TraceDelta{}}
-	if from == "" {
-		rep.From = "(empty)"
-	}
-	type pair struct{ factsFrom, factsTo, expFrom, expTo string }
-	entries := map[string]*pair{}
-	traces := map[string]*engine.TraceDelta{}
-	for _, ch := range changes {
-		parts := strings.Split(ch.Path, "/")
-		switch {
-		case parts[0] == "traces" && len(parts) == 4:
-			td := traces[parts[1]]
-			if td == nil {
-				td = &engine.TraceDelta{Domain: parts[1]}
-				traces[parts[1]] = td
-			}
-			if ch.Added() {
-				td.Added++
-			} else if ch.Deleted() {
-				td.Removed++
-			}
-		case (parts[0] == "facts" || parts[0] == "experience") && len(parts) == 3 && strings.HasSuffix(parts[2], ".yaml"):
-			k := parts[1] + "/" + strings.TrimSuffix(parts[2], ".yaml")
-			p := entries[k]
-			if p == nil {
-				p = &pair{}
-				entries[k] = p
-			}
-			if parts[0] == "facts" {
-				p.factsFrom, p.factsTo = ch.From, ch.To
-			} else {
-				p.expFrom, p.expTo = ch.From, ch.To
-			}
-		}
-	}
-	readFacts := func(key, hash string) *engine.Facts {
-		if hash == "" {
-			return nil
-		}
-		var f engine.Facts
-		if err := shareDecodeBlob(c, h, hash, &f, store.KindFacts); err != nil {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("facts/%s.yaml at %s: %v", key, hash[:10], err))
-			return nil
-		}
-		return &f
-	}
-	readExp := func(key, hash string) *engine.Experience {
-		if hash == "" {
-			return nil
-		}
-		var x engine.Experience
-		if err := shareDecodeBlob(c, h, hash, &x, store.KindExperience); err != nil {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("experience/%s.yaml at %s: %v", key, hash[:10], err))
-			return nil
-		}
-		return &x
-	}
-	for key, p := range entries {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		var oldF, newF *engine.Facts
-		if p.factsFrom != "" || p.factsTo != "" {
-			oldF, newF = readFacts(key, p.factsFrom), readFacts(key, p.factsTo)
-		} else {
-			// Only experience moved: the facts are the same on both sides.
-			dom, k, _ := strings.Cut(key, "/")
-			if hash, err := h.FileAt(ctx, to, store.FactsPath(dom, k)); err == nil && hash != "" {
-				oldF = readFacts(key, hash)
-				newF = oldF
-			}
-		}
-		d := engine.DiffEntry(oldF, newF, readExp(key, p.expFrom), readExp(key, p.expTo))
-		if d.Domain == "" {
-			d.Domain, d.IntentKey, _ = strings.Cut(key, "/")
-		}
-		if !d.Empty() {
-			rep.Entries = append(rep.Entries, d)
-		}
-	}
-	for _, td := range traces {
-		rep.Traces = append(rep.Traces, *td)
-	}
-	rep.Sort()
-	return rep, nil
-}
-
-func shareDecodeBlob(c *cli.Context, h *gitrepo.History, hash string, v any, kind string) error {
-	data, err := h.Blob(c.Context, hash, store.MaxBytes(kind))
-	if err != nil {
-		return err
-	}
-	return store.Unmarshal(data, v, kind)
 }
 
 func shareShort(hash string) string {
@@ -423,22 +221,9 @@ func runLog(c *cli.Context) error {
 	if c.NArg() > 1 {
 		return usagef("log takes at most one DOMAIN[/INTENT], got %d arguments", c.NArg())
 	}
-	paths := []string{"facts"}
-	if arg := c.Args().First(); arg != "" {
-		domPart, intent, hasIntent := strings.Cut(arg, "/")
-		dom, err := engine.NormalizeDomain(domPart)
-		if err != nil {
-			return usagef("log: %q is not a domain: %v", domPart, err)
-		}
-		if hasIntent && intent != "" {
-			key := intent
-			if !engine.ValidKey(key) {
-				key = engine.IntentKey(intent)
-			}
-			paths = []string{store.FactsPath(dom, key), store.ExperiencePath(dom, key)}
-		} else {
-			paths = []string{"facts/" + dom, "experience/" + dom}
-		}
+	paths, err := store.EntryPaths(c.Args().First())
+	if err != nil {
+		return usagef("log: %v", err)
 	}
 	h, err := gitrepo.OpenHistory(knowledgeDir(c))
 	if err != nil {
@@ -468,8 +253,7 @@ func runLog(c *cli.Context) error {
 	return nil
 }
 
-// shareLogState describes a file at a commit: a facts entry's status and
-// revision, an experience file's evidence counts.
+// shareLogState describes a file at a commit (store.Describe).
 func shareLogState(c *cli.Context, h *gitrepo.History, ch gitrepo.FileChange) string {
 	if ch.Deleted() {
 		return "deleted"
@@ -478,27 +262,8 @@ func shareLogState(c *cli.Context, h *gitrepo.History, ch gitrepo.FileChange) st
 	if ch.Added() {
 		verb = "added"
 	}
-	switch {
-	case strings.HasPrefix(ch.Path, "facts/"):
-		var f engine.Facts
-		if err := shareDecodeBlob(c, h, ch.To, &f, store.KindFacts); err != nil {
-			return verb + ", unreadable: " + err.Error()
-		}
-		rev := f.Revision
-		if rev == "" {
-			rev = f.ContentHash()
-		}
-		s := fmt.Sprintf("%s, status %s, revision r%s", verb, f.Status, rev)
-		if f.Supersedes != "" {
-			s += ", supersedes r" + f.Supersedes
-		}
-		return s
-	case strings.HasPrefix(ch.Path, "experience/"):
-		var x engine.Experience
-		if err := shareDecodeBlob(c, h, ch.To, &x, store.KindExperience); err != nil {
-			return verb + ", unreadable: " + err.Error()
-		}
-		return fmt.Sprintf("%s, %d run(s): %d succeeded, %d failed", verb, x.Attempts, x.Successes, x.Failures)
+	if d := store.Describe(ch.Path, func(limit int) ([]byte, error) { return h.Blob(c.Context, ch.To, limit) }); d != "" {
+		return verb + ", " + d
 	}
 	return verb
 }
@@ -517,10 +282,15 @@ func newCheckCmd() *cli.Command {
 			"  injection    lists traces and facts whose text reads as an instruction to the agent (quarantined:\n" +
 			"               no evidence, never promoted); listed, they fail nothing\n" +
 			"  frozen       no commit in the history altered a verified entry's content without superseding it\n" +
+			"The history is checked incrementally: a clean check remembers HEAD in the git directory (never\n" +
+			"committed), and the next one walks only the commits it has not seen. --since REV walks only the\n" +
+			"commits after REV (git log REV..HEAD); --full walks the whole history again.\n" +
 			"With --pr BASE (e.g. origin/main), also that the change from BASE to HEAD adds traces without\n" +
 			"editing any and touches no derived file (experience/).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "pr", Usage: "check the change from the merge base with `BASE` to HEAD as a pull request"},
+			&cli.StringFlag{Name: "since", Usage: "check only the commits after `REV` for frozen content (REV..HEAD)"},
+			&cli.BoolFlag{Name: "full", Usage: "check the whole history, also the commits an earlier clean check remembered"},
 		},
 		Action: runCheck,
 	}
@@ -529,6 +299,9 @@ func newCheckCmd() *cli.Command {
 func runCheck(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usagef("check takes no arguments (got %q): use --pr BASE to check a pull request", c.Args().First())
+	}
+	if c.IsSet("since") && c.Bool("full") {
+		return usagef("check: --since and --full exclude each other: --since bounds the history walk, --full walks all of it")
 	}
 	ctx := c.Context
 	dir := knowledgeDir(c)
@@ -568,32 +341,11 @@ func runCheck(c *cli.Context) error {
 		return fmt.Errorf("check: scanning %s: %w", dir, err)
 	}
 
-	// History: verified content never altered; and the pull request's change.
-	commits := 0
-	h, err := gitrepo.OpenHistory(dir)
-	switch {
-	case errors.Is(err, gitrepo.ErrNoRepo):
-		fmt.Fprintf(c.App.ErrWriter, "pem: check: %s is in no git repository: history not checked\n", dir)
-	case err != nil:
+	hist, err := checkHistory(c, dir)
+	if err != nil {
 		return err
-	default:
-		defer h.Close()
-		if _, herr := h.Resolve(ctx, "HEAD"); herr == nil {
-			n, ps, err := shareCheckHistory(c, h)
-			if err != nil {
-				return err
-			}
-			commits = n
-			problems = append(problems, ps...)
-		}
-		if base := c.String("pr"); base != "" {
-			ps, err := shareCheckPR(c, h, base)
-			if err != nil {
-				return err
-			}
-			problems = append(problems, ps...)
-		}
 	}
+	problems = append(problems, hist.problems...)
 
 	for _, p := range quarantined {
 		fmt.Fprintln(c.App.Writer, p.String())
@@ -604,7 +356,7 @@ func runCheck(c *cli.Context) error {
 	if len(problems) > 0 {
 		return cli.Exit(fmt.Sprintf("check: %d problem(s) in %s: fix each line above and run pem check again", len(problems), dir), exitInternal)
 	}
-	fmt.Fprintf(c.App.Writer, "ok: %d file(s) and %d commit(s) checked in %s", files, commits, dir)
+	fmt.Fprintf(c.App.Writer, "ok: %d file(s) and %d commit(s) checked in %s%s", files, hist.commits, dir, hist.note)
 	if len(quarantined) > 0 {
 		fmt.Fprintf(c.App.Writer, "; %d quarantined (listed above)", len(quarantined))
 	}
@@ -612,112 +364,97 @@ func runCheck(c *cli.Context) error {
 	return nil
 }
 
-// shareCheckHistory walks every commit from HEAD and reports each change of a
-// facts file that altered a verified version's content. A merge commit's
-// change is only new when it matches none of the other parents' versions
-// (those were checked on their own branch).
-func shareCheckHistory(c *cli.Context, h *gitrepo.History) (int, []engine.CheckProblem, error) {
+// checkState names the commit a clean history check reached (Repo.Remember),
+// and the version of its key changes when the frozen rule does, so that no
+// remembered result outlives the rule that made it.
+const (
+	checkState        = "pem-check-history"
+	checkStateVersion = "pem-check 1"
+)
+
+type checkResult struct {
+	commits  int
+	problems []engine.CheckProblem
+	note     string // what the ok line adds about the walk's bounds
+}
+
+// checkHistory audits the history (verified content never altered without
+// superseding it) from HEAD back to --since, or to the commit an earlier
+// clean check remembered, and the pull request's change with --pr.
+func checkHistory(c *cli.Context, dir string) (checkResult, error) {
 	ctx := c.Context
-	var problems []engine.CheckProblem
-	commits := 0
-	err := h.Walk(ctx, "HEAD", "facts", func(ci gitrepo.CommitInfo, changes []gitrepo.FileChange) error {
-		commits++
-		for _, ch := range changes {
-			if ch.Added() || !strings.HasSuffix(ch.Path, ".yaml") {
-				continue
+	var res checkResult
+	r, err := gitrepo.Open(ctx, dir)
+	if errors.Is(err, gitrepo.ErrNoRepo) {
+		fmt.Fprintf(c.App.ErrWriter, "pem: check: %s is in no git repository: history not checked\n", dir)
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	h, err := r.History()
+	if err != nil {
+		return res, err
+	}
+	if head, herr := h.Resolve(ctx, "HEAD"); herr == nil {
+		opt := gitrepo.WalkOptions{Rev: head, Under: store.FactsDir}
+		key := checkStateVersion + " " + h.Prefix()
+		since := c.String("since")
+		if since != "" {
+			if _, err := h.Resolve(ctx, since); err != nil {
+				return res, usagef("check --since: %v", err)
+			}
+			opt.Exclude, res.note = []string{since}, " (those after "+since+")"
+		} else if last, ok := r.Remembered(ctx, checkState, key); ok && !c.Bool("full") {
+			opt.Exclude, res.note = []string{last}, " (new since "+shareShort(last)+", which an earlier check passed; --full rechecks all)"
+		}
+		res.commits, err = h.WalkIntroduced(ctx, opt, func(ci gitrepo.CommitInfo, ch gitrepo.FileChange) error {
+			if ch.Added() {
+				return nil
 			}
 			old, err := h.Blob(ctx, ch.From, store.MaxFactsBytes)
 			if err != nil {
 				return err
 			}
-			if !store.MayHoldScalar(old, string(engine.Verified)) {
-				continue // cannot decode to a verified entry: skip the decode
-			}
-			var of engine.Facts
-			if store.Unmarshal(old, &of, store.KindFacts) != nil {
-				continue // an unreadable old version is the schema check's business
-			}
-			if of.Status != engine.Verified {
-				continue // only verified versions are frozen (decided on the parsed status, not on the bytes)
-			}
-			var nf *engine.Facts
-			if !ch.Deleted() {
-				var f engine.Facts
-				if err := shareDecodeBlob(c, h, ch.To, &f, store.KindFacts); err != nil {
-					continue
+			p, err := store.CheckFrozen(ch.Path, shareShort(ci.Hash), old, func() ([]byte, error) {
+				if ch.Deleted() {
+					return nil, nil
 				}
-				nf = &f
+				return h.Blob(ctx, ch.To, store.MaxFactsBytes)
+			})
+			if p != nil {
+				res.problems = append(res.problems, *p)
 			}
-			p := engine.CheckFrozenChange(ch.Path, shareShort(ci.Hash), &of, nf)
-			if p == nil {
-				continue
-			}
-			fromOther := false
-			for _, parent := range ci.Parents[min(1, len(ci.Parents)):] {
-				if hash, err := h.FileAt(ctx, parent, ch.Path); err == nil && hash == ch.To {
-					fromOther = true
-				}
-			}
-			if !fromOther {
-				problems = append(problems, *p)
-			}
+			return err
+		})
+		if err != nil {
+			return res, err
 		}
-		return nil
-	})
-	return commits, problems, err
-}
-
-// shareCheckPR checks the change from the merge base of base and HEAD to HEAD.
-func shareCheckPR(c *cli.Context, h *gitrepo.History, base string) ([]engine.CheckProblem, error) {
-	ctx := c.Context
-	if _, err := h.Resolve(ctx, base); err != nil {
-		return nil, usagef("check --pr: %v (in a CI checkout, fetch the base branch first: git fetch origin BASE)", err)
-	}
-	mb, err := h.MergeBase(ctx, base, "HEAD")
-	if err != nil {
-		return nil, err
-	}
-	changes, err := h.Diff(ctx, mb, "HEAD", "")
-	if err != nil {
-		return nil, err
-	}
-	var problems []engine.CheckProblem
-	for _, ch := range changes {
-		if p := engine.CheckPRChange(ch.Path, ch.Added(), ch.Deleted()); p != nil {
-			problems = append(problems, *p)
+		if len(res.problems) == 0 && since == "" {
+			// A cache: a failed write only costs the next check a longer walk.
+			_ = r.Remember(checkState, key, head)
 		}
 	}
-	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Path < problems[j].Path })
-	return problems, nil
-}
-
-// shareMergeKind decodes ancestor, ours and theirs (an empty ancestor means none),
-// merges them with merge and encodes the result canonically.
-func shareMergeKind[T any](data [3][]byte, decode func([]byte, any, string) (bool, error), opt *engine.MergeOptions,
-	merge func(base, ours, theirs *T, opt *engine.MergeOptions) (*T, error)) ([]byte, error) {
-	var b, o, t T
-	hasBase, err := decode(data[0], &b, "ancestor")
-	if err != nil {
-		return nil, err
-	}
-	for _, x := range []struct {
-		data []byte
-		v    *T
-		side string
-	}{{data[1], &o, "our"}, {data[2], &t, "their"}} {
-		if ok, err := decode(x.data, x.v, x.side); err != nil {
-			return nil, err
-		} else if !ok {
-			return nil, fmt.Errorf("%s version is empty", x.side)
+	if base := c.String("pr"); base != "" {
+		if _, err := h.Resolve(ctx, base); err != nil {
+			return res, usagef("check --pr: %v (in a CI checkout, fetch the base branch first: git fetch origin BASE)", err)
 		}
+		changes, err := h.BranchChanges(ctx, base, "HEAD")
+		if err != nil {
+			return res, err
+		}
+		var prs []engine.CheckProblem
+		for _, ch := range changes {
+			top := store.PlaceOf(ch.Path).Top
+			pc := engine.PRChange{Path: ch.Path, Derived: top == store.ExperienceDir, Trace: top == store.TracesDir,
+				Verdict: top == store.VerdictsDir, Added: ch.Added(), Deleted: ch.Deleted()}
+			if p := engine.CheckPRChange(pc); p != nil {
+				prs = append(prs, *p)
+			}
+		}
+		sort.SliceStable(prs, func(i, j int) bool { return prs[i].Path < prs[j].Path })
+		res.problems = append(res.problems, prs...)
 	}
-	base := &b
-	if !hasBase {
-		base = nil
-	}
-	m, err := merge(base, &o, &t, opt)
-	if err != nil {
-		return nil, err
-	}
-	return store.Marshal(m)
+	return res, nil
 }

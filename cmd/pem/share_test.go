@@ -27,13 +27,6 @@ import (
 // this test binary named pem first on PATH, and that copy runs main() — the
 // real pem — when invoked under that name.
 
-// shareGit and shareGitErr run the git CLI (gitcli), sharePem runs pem in-process (runPem).
-var (
-	shareGit    = gitcli.Run
-	shareGitErr = gitcli.Output
-	sharePem    = runPem
-)
-
 var shareT0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 
 // shareTeam is one clone that records runs and consolidates them itself.
@@ -143,7 +136,7 @@ func shareSetup(t *testing.T) (origin string, want map[string][]string) {
 	if _, err := store.Init(ctx, origin); err != nil {
 		t.Fatal(err)
 	}
-	shareGit(t, root, "init", "-q", "-b", "main", origin)
+	gitcli.Run(t, root, "init", "-q", "-b", "main", origin)
 	base := shareOpen(t, "base", origin, 1)
 	const stars, newer = "find stars", "count forks"
 	b1 := base.run(t, "example.com", stars, 0, true, "#stars")
@@ -154,8 +147,8 @@ func shareSetup(t *testing.T) (origin string, want map[string][]string) {
 		f.Selectors = map[string]engine.Selector{"stars": {Primary: "#stars"}}
 		f.InteractionHints = []string{"wait for the counter"}
 	})
-	shareGit(t, origin, "add", "-A")
-	shareGit(t, origin, "commit", "-q", "-m", "base")
+	gitcli.Run(t, origin, "add", "-A")
+	gitcli.Run(t, origin, "commit", "-q", "-m", "base")
 
 	want = map[string][]string{"example.com/find-stars": {b1, b2}}
 	type plan struct {
@@ -195,21 +188,21 @@ func shareSetup(t *testing.T) (origin string, want map[string][]string) {
 	}
 	for i, p := range plans {
 		dir := filepath.Join(root, "team-"+p.name)
-		shareGit(t, root, "clone", "-q", origin, dir)
-		shareGit(t, dir, "checkout", "-q", "-b", "team-"+p.name)
+		gitcli.Run(t, root, "clone", "-q", origin, dir)
+		gitcli.Run(t, dir, "checkout", "-q", "-b", "team-"+p.name)
 		tm := shareOpen(t, p.name, dir, int64(10+i))
 		shared, fresh := p.work(tm)
 		want["example.com/find-stars"] = append(want["example.com/find-stars"], shared...)
 		want["forks.example/count-forks"] = append(want["forks.example/count-forks"], fresh...)
-		shareGit(t, dir, "add", "-A")
-		shareGit(t, dir, "commit", "-q", "-m", "team "+p.name+": runs and a local consolidation")
-		shareGit(t, dir, "push", "-q", "origin", "team-"+p.name)
+		gitcli.Run(t, dir, "add", "-A")
+		gitcli.Run(t, dir, "commit", "-q", "-m", "team "+p.name+": runs and a local consolidation")
+		gitcli.Run(t, dir, "push", "-q", "origin", "team-"+p.name)
 	}
 	// Two trace-only contributions (what a pull request from a contributor holds).
 	for i, name := range []string{"traces-x", "traces-y"} {
 		dir := filepath.Join(root, name)
-		shareGit(t, root, "clone", "-q", origin, dir)
-		shareGit(t, dir, "checkout", "-q", "-b", name)
+		gitcli.Run(t, root, "clone", "-q", origin, dir)
+		gitcli.Run(t, dir, "checkout", "-q", "-b", name)
 		tm := shareOpen(t, name, dir, int64(50+i))
 		id, err := engine.NewTraceID(shareT0.Add(time.Hour), tm.rnd)
 		if err != nil {
@@ -220,9 +213,9 @@ func shareSetup(t *testing.T) (origin string, want map[string][]string) {
 		if _, err := tm.s.PutTrace(ctx, tr); err != nil {
 			t.Fatal(err)
 		}
-		shareGit(t, dir, "add", "-A")
-		shareGit(t, dir, "commit", "-q", "-m", "traces from "+name)
-		shareGit(t, dir, "push", "-q", "origin", name)
+		gitcli.Run(t, dir, "add", "-A")
+		gitcli.Run(t, dir, "commit", "-q", "-m", "traces from "+name)
+		gitcli.Run(t, dir, "push", "-q", "origin", name)
 	}
 	for k := range want {
 		want[k] = shareSorted(want[k])
@@ -247,17 +240,17 @@ func TestThreeTeamsMergeInEveryOrder(t *testing.T) {
 	for _, order := range orders {
 		name := strings.Join(order, "")
 		dir := filepath.Join(root, "merge-"+name)
-		shareGit(t, root, "clone", "-q", origin, dir)
-		if code, out, errs := sharePem(t, "merge-driver", "--install", dir); code != 0 {
+		gitcli.Run(t, root, "clone", "-q", origin, dir)
+		if code, out, errs := runPem(t, "merge-driver", "--install", dir); code != 0 {
 			t.Fatalf("merge-driver --install: %d %s %s", code, out, errs)
 		}
 		for _, team := range order {
-			out, err := shareGitErr(dir, "merge", "--no-edit", "origin/team-"+team)
+			out, err := gitcli.Output(dir, "merge", "--no-edit", "origin/team-"+team)
 			if err != nil {
-				t.Fatalf("order %s: merging team %s conflicted: %v\n%s\n%s", name, team, err, out, shareGit(t, dir, "status", "--short"))
+				t.Fatalf("order %s: merging team %s conflicted: %v\n%s\n%s", name, team, err, out, gitcli.Run(t, dir, "status", "--short"))
 			}
 		}
-		if st := shareGit(t, dir, "status", "--porcelain"); st != "" {
+		if st := gitcli.Run(t, dir, "status", "--porcelain"); st != "" {
 			t.Fatalf("order %s: working tree not clean after merges:\n%s", name, st)
 		}
 		for entry, ids := range want {
@@ -281,10 +274,10 @@ func TestThreeTeamsMergeInEveryOrder(t *testing.T) {
 			len(f.KnownBlockers) != 1 || len(f.AntiPatterns) != 1 || f.Revision != f.ContentHash() {
 			t.Fatalf("order %s: merged facts lost a team's change: %+v", name, f)
 		}
-		if code, out, _ := sharePem(t, "--knowledge", dir, "check"); code != 0 {
+		if code, out, _ := runPem(t, "--knowledge", dir, "check"); code != 0 {
 			t.Fatalf("order %s: pem check after the merge: %d\n%s", name, code, out)
 		}
-		finals = append(finals, shareGit(t, dir, "rev-parse", "HEAD:experience/example.com/find-stars.yaml"))
+		finals = append(finals, gitcli.Run(t, dir, "rev-parse", "HEAD:experience/example.com/find-stars.yaml"))
 	}
 	// Evidence is a set: every order gives the same experience bytes.
 	for i := range finals {
@@ -295,9 +288,9 @@ func TestThreeTeamsMergeInEveryOrder(t *testing.T) {
 
 	// Control: without the driver, the same merge conflicts (so the driver did the work).
 	dir := filepath.Join(root, "no-driver")
-	shareGit(t, root, "clone", "-q", origin, dir)
-	shareGit(t, dir, "merge", "--no-edit", "origin/team-a")
-	if out, err := shareGitErr(dir, "merge", "--no-edit", "origin/team-b"); err == nil {
+	gitcli.Run(t, root, "clone", "-q", origin, dir)
+	gitcli.Run(t, dir, "merge", "--no-edit", "origin/team-a")
+	if out, err := gitcli.Output(dir, "merge", "--no-edit", "origin/team-b"); err == nil {
 		t.Fatalf("without the driver the merge succeeded, so the test proves nothing:\n%s", out)
 	}
 }
@@ -309,25 +302,25 @@ func TestTraceOnlyBranchesMergeTree(t *testing.T) {
 	origin, _ := shareSetup(t)
 	root := filepath.Dir(origin)
 	dir := filepath.Join(root, "plain")
-	shareGit(t, root, "clone", "-q", origin, dir)
-	if out, err := shareGitErr(dir, "config", "--get", "merge.pem.driver"); err == nil {
+	gitcli.Run(t, root, "clone", "-q", origin, dir)
+	if out, err := gitcli.Output(dir, "config", "--get", "merge.pem.driver"); err == nil {
 		t.Fatalf("a fresh clone has a merge driver configured (%s): the test would not show that plain git suffices", out)
 	}
-	out, err := shareGitErr(dir, "merge-tree", "--write-tree", "origin/traces-x", "origin/traces-y")
+	out, err := gitcli.Output(dir, "merge-tree", "--write-tree", "origin/traces-x", "origin/traces-y")
 	if err != nil {
 		t.Fatalf("merge-tree reports conflicts: %v\n%s", err, out)
 	}
 	tree := strings.Fields(out)[0]
-	files := shareGit(t, dir, "ls-tree", "-r", "--name-only", tree)
+	files := gitcli.Run(t, dir, "ls-tree", "-r", "--name-only", tree)
 	if n := strings.Count(files, "traces/example.com/"); n != 4 { // two base traces + one per branch
 		t.Fatalf("merged tree holds %d traces, want 4:\n%s", n, files)
 	}
 	// A trace-only branch also merges into a team's consolidation.
-	if out, err := shareGitErr(dir, "merge-tree", "--write-tree", "origin/team-a", "origin/traces-x"); err != nil {
+	if out, err := gitcli.Output(dir, "merge-tree", "--write-tree", "origin/team-a", "origin/traces-x"); err != nil {
 		t.Fatalf("merge-tree of a team branch and a trace branch: %v\n%s", err, out)
 	}
-	shareGit(t, dir, "merge", "--no-edit", "origin/traces-x")
-	shareGit(t, dir, "merge", "--no-edit", "origin/traces-y")
+	gitcli.Run(t, dir, "merge", "--no-edit", "origin/traces-x")
+	gitcli.Run(t, dir, "merge", "--no-edit", "origin/traces-y")
 }
 
 // TestMergeDriverUnmergeable: a side that cannot be read exits non-zero and
@@ -341,7 +334,7 @@ func TestMergeDriverUnmergeable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	code, _, errs := sharePem(t, "merge-driver", filepath.Join(dir, "base"), ours, filepath.Join(dir, "theirs"), "facts/example.com/x.yaml")
+	code, _, errs := runPem(t, "merge-driver", filepath.Join(dir, "base"), ours, filepath.Join(dir, "theirs"), "facts/example.com/x.yaml")
 	if code == 0 || !strings.Contains(errs, "their version") {
 		t.Fatalf("exit %d, stderr %q: want a non-zero exit naming their version", code, errs)
 	}
@@ -349,7 +342,7 @@ func TestMergeDriverUnmergeable(t *testing.T) {
 	if data, _ := os.ReadFile(ours); string(data) != good {
 		t.Fatalf("ours was changed: %q", data)
 	}
-	if code, _, _ := sharePem(t, "merge-driver", "a", "b"); code != exitUsage {
+	if code, _, _ := runPem(t, "merge-driver", "a", "b"); code != exitUsage {
 		t.Fatalf("two arguments: exit %d, want %d", code, exitUsage)
 	}
 	// A clean facts merge with no ancestor writes into ours.
@@ -357,7 +350,7 @@ func TestMergeDriverUnmergeable(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "theirs"), []byte(theirs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errs := sharePem(t, "merge-driver", filepath.Join(dir, "base"), ours, filepath.Join(dir, "theirs")); code != 0 {
+	if code, _, errs := runPem(t, "merge-driver", filepath.Join(dir, "base"), ours, filepath.Join(dir, "theirs")); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	var f engine.Facts
@@ -377,14 +370,14 @@ func shareHistoryRepo(t *testing.T) (dir string, commits []string) {
 	if _, err := store.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	shareGit(t, dir, "init", "-q", "-b", "main")
-	shareGit(t, dir, "add", "-A")
-	shareGit(t, dir, "commit", "-q", "-m", "pem: init")
+	gitcli.Run(t, dir, "init", "-q", "-b", "main")
+	gitcli.Run(t, dir, "add", "-A")
+	gitcli.Run(t, dir, "commit", "-q", "-m", "pem: init")
 	tm := shareOpen(t, "solo", dir, 7)
 	commit := func(msg string) {
-		shareGit(t, dir, "add", "-A")
-		shareGit(t, dir, "commit", "-q", "-m", msg)
-		commits = append(commits, shareGit(t, dir, "rev-parse", "HEAD"))
+		gitcli.Run(t, dir, "add", "-A")
+		gitcli.Run(t, dir, "commit", "-q", "-m", msg)
+		commits = append(commits, gitcli.Run(t, dir, "rev-parse", "HEAD"))
 	}
 	tm.run(t, "example.com", "find stars", 0, true, "#stars")
 	tm.facts(t, "example.com", "find stars", func(f *engine.Facts) {
@@ -406,7 +399,7 @@ func shareHistoryRepo(t *testing.T) (dir string, commits []string) {
 
 func TestLogCommand(t *testing.T) {
 	dir, commits := shareHistoryRepo(t)
-	code, out, errs := sharePem(t, "--knowledge", dir, "log", "example.com/find-stars")
+	code, out, errs := runPem(t, "--knowledge", dir, "log", "example.com/find-stars")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -427,20 +420,20 @@ func TestLogCommand(t *testing.T) {
 		t.Fatalf("log does not show status, revision and evidence:\n%s", out)
 	}
 	// The intent's text finds the same entry; a domain lists its commits.
-	if _, out2, _ := sharePem(t, "--knowledge", dir, "log", "example.com/find stars"); out2 != out {
+	if _, out2, _ := runPem(t, "--knowledge", dir, "log", "example.com/find stars"); out2 != out {
 		t.Fatalf("intent text and key differ:\n%s\n%s", out2, out)
 	}
-	if _, out, _ := sharePem(t, "--knowledge", dir, "log", "other.example", "--limit", "1"); strings.Count(out, "pem: consolidate other") != 1 {
+	if _, out, _ := runPem(t, "--knowledge", dir, "log", "other.example", "--limit", "1"); strings.Count(out, "pem: consolidate other") != 1 {
 		t.Fatalf("domain log:\n%s", out)
 	}
-	if code, out, _ := sharePem(t, "--knowledge", dir, "log", "nothing.example/x"); code != 0 || !strings.Contains(out, "no commit changed") {
+	if code, out, _ := runPem(t, "--knowledge", dir, "log", "nothing.example/x"); code != 0 || !strings.Contains(out, "no commit changed") {
 		t.Fatalf("an unknown entry: %d %s", code, out)
 	}
 }
 
 func TestDiffCommand(t *testing.T) {
 	dir, commits := shareHistoryRepo(t)
-	code, out, errs := sharePem(t, "--knowledge", dir, "diff")
+	code, out, errs := runPem(t, "--knowledge", dir, "diff")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -450,15 +443,15 @@ func TestDiffCommand(t *testing.T) {
 			t.Errorf("diff output lacks %q:\n%s", want, out)
 		}
 	}
-	code, md, _ := sharePem(t, "--knowledge", dir, "diff", commits[0], commits[2], "--format", "markdown")
+	code, md, _ := runPem(t, "--knowledge", dir, "diff", commits[0], commits[2], "--format", "markdown")
 	if code != 0 || !strings.HasPrefix(md, "## pem: knowledge changes `"+commits[0][:10]+"`..`"+commits[2][:10]+"`") ||
 		!strings.Contains(md, "### `other.example` / `anything`") || !strings.Contains(md, "| `other.example` | 1 | 0 |") {
 		t.Fatalf("markdown diff:\n%s", md)
 	}
-	if code, _, errs := sharePem(t, "--knowledge", dir, "diff", "--format", "html"); code != exitUsage {
+	if code, _, errs := runPem(t, "--knowledge", dir, "diff", "--format", "html"); code != exitUsage {
 		t.Fatalf("a bad format: exit %d %s", code, errs)
 	}
-	if code, _, errs := sharePem(t, "--knowledge", dir, "diff", "no-such-branch"); code != exitUsage || !strings.Contains(errs, "no-such-branch") {
+	if code, _, errs := runPem(t, "--knowledge", dir, "diff", "no-such-branch"); code != exitUsage || !strings.Contains(errs, "no-such-branch") {
 		t.Fatalf("a bad revision: exit %d %s", code, errs)
 	}
 	// The first commit has no parent: diff against the empty tree.
@@ -466,22 +459,22 @@ func TestDiffCommand(t *testing.T) {
 	if _, err := store.Init(context.Background(), fresh); err != nil {
 		t.Fatal(err)
 	}
-	shareGit(t, fresh, "init", "-q", "-b", "main")
-	shareGit(t, fresh, "add", "-A")
-	shareGit(t, fresh, "commit", "-q", "-m", "init")
-	if code, out, errs := sharePem(t, "--knowledge", fresh, "diff"); code != 0 || !strings.Contains(out, "(empty)..") {
+	gitcli.Run(t, fresh, "init", "-q", "-b", "main")
+	gitcli.Run(t, fresh, "add", "-A")
+	gitcli.Run(t, fresh, "commit", "-q", "-m", "init")
+	if code, out, errs := runPem(t, "--knowledge", fresh, "diff"); code != 0 || !strings.Contains(out, "(empty)..") {
 		t.Fatalf("diff on the first commit: %d %s %s", code, out, errs)
 	}
 }
 
 func TestCheckCommand(t *testing.T) {
 	dir, _ := shareHistoryRepo(t)
-	if code, out, errs := sharePem(t, "--knowledge", dir, "check"); code != 0 || !strings.HasPrefix(out, "ok: ") {
+	if code, out, errs := runPem(t, "--knowledge", dir, "check"); code != 0 || !strings.HasPrefix(out, "ok: ") {
 		t.Fatalf("a sound tree: exit %d\n%s%s", code, out, errs)
 	}
 	problems := func(t *testing.T, dir string, args ...string) []string {
 		t.Helper()
-		code, out, errs := sharePem(t, append([]string{"--knowledge", dir, "check"}, args...)...)
+		code, out, errs := runPem(t, append([]string{"--knowledge", dir, "check"}, args...)...)
 		if code == 0 {
 			t.Fatalf("pem check passed, want problems:\n%s", out)
 		}
@@ -510,8 +503,8 @@ func TestCheckCommand(t *testing.T) {
 			t.Fatalf("test setup: selector not found in\n%s", data)
 		}
 		os.WriteFile(name, []byte(edited), 0o644)
-		shareGit(t, dir, "commit", "-q", "-am", "hand edit of a verified entry")
-		bad := shareGit(t, dir, "rev-parse", "--short=10", "HEAD")
+		gitcli.Run(t, dir, "commit", "-q", "-am", "hand edit of a verified entry")
+		bad := gitcli.Run(t, dir, "rev-parse", "--short=10", "HEAD")
 		one(t, problems(t, dir), "frozen", "commit "+bad)
 	})
 	t.Run("frozen content with a hand-written status", func(t *testing.T) {
@@ -525,10 +518,10 @@ func TestCheckCommand(t *testing.T) {
 			t.Fatalf("test setup: no verified status in\n%s", data)
 		}
 		os.WriteFile(name, []byte(quoted), 0o644)
-		shareGit(t, dir, "commit", "-q", "-am", "quote the status")
+		gitcli.Run(t, dir, "commit", "-q", "-am", "quote the status")
 		os.WriteFile(name, []byte(strings.Replace(quoted, "primary: '#forks'", "primary: '#forks-renamed'", 1)), 0o644)
-		shareGit(t, dir, "commit", "-q", "-am", "hand edit of a verified entry")
-		bad := shareGit(t, dir, "rev-parse", "--short=10", "HEAD")
+		gitcli.Run(t, dir, "commit", "-q", "-am", "hand edit of a verified entry")
+		bad := gitcli.Run(t, dir, "rev-parse", "--short=10", "HEAD")
 		lines := problems(t, dir)
 		one(t, lines, "frozen", "commit "+bad)
 		if len(lines) != 1 {
@@ -542,8 +535,8 @@ func TestCheckCommand(t *testing.T) {
 			f.Status = engine.Contested
 			f.History = append(f.History, engine.Transition{From: engine.Verified, To: engine.Contested, At: shareT0})
 		})
-		shareGit(t, dir, "commit", "-q", "-am", "contest")
-		if code, out, _ := sharePem(t, "--knowledge", dir, "check"); code != 0 {
+		gitcli.Run(t, dir, "commit", "-q", "-am", "contest")
+		if code, out, _ := runPem(t, "--knowledge", dir, "check"); code != 0 {
 			t.Fatalf("a lifecycle change is reported:\n%s", out)
 		}
 	})
@@ -577,7 +570,7 @@ func TestCheckCommand(t *testing.T) {
 	})
 	t.Run("pull request rules", func(t *testing.T) {
 		dir, _ := shareHistoryRepo(t)
-		shareGit(t, dir, "checkout", "-q", "-b", "contrib")
+		gitcli.Run(t, dir, "checkout", "-q", "-b", "contrib")
 		tm := shareOpen(t, "contrib", dir, 99)
 		tm.run(t, "example.com", "find stars", 50, true, "#stars") // a new trace and a derived-file change
 		var trace string
@@ -587,11 +580,11 @@ func TestCheckCommand(t *testing.T) {
 			}
 			return nil
 		})
-		shareGit(t, dir, "add", "-A")
-		shareGit(t, dir, "commit", "-q", "-m", "contribution")
+		gitcli.Run(t, dir, "add", "-A")
+		gitcli.Run(t, dir, "commit", "-q", "-m", "contribution")
 		// Edit an existing trace (one that is on main).
 		os.WriteFile(trace, []byte(strings.Replace(string(must(os.ReadFile(trace))), "success", "failure", 1)), 0o644)
-		shareGit(t, dir, "commit", "-q", "-am", "rewrite history")
+		gitcli.Run(t, dir, "commit", "-q", "-am", "rewrite history")
 		lines := problems(t, dir, "--pr", "main")
 		one(t, lines, "derived", "experience/example.com/find-stars.yaml")
 		one(t, lines, "trace-edit", "edits a trace")
@@ -601,16 +594,16 @@ func TestCheckCommand(t *testing.T) {
 			}
 		}
 		// Only new traces: clean.
-		shareGit(t, dir, "checkout", "-q", "main")
-		shareGit(t, dir, "checkout", "-q", "-b", "clean")
+		gitcli.Run(t, dir, "checkout", "-q", "main")
+		gitcli.Run(t, dir, "checkout", "-q", "-b", "clean")
 		tm.run(t, "example.com", "find stars", 60, true, "#stars")
-		shareGit(t, dir, "checkout", "--", "experience")
-		shareGit(t, dir, "add", "traces")
-		shareGit(t, dir, "commit", "-q", "-m", "traces only")
-		if code, out, _ := sharePem(t, "--knowledge", dir, "check", "--pr", "main"); code != 0 {
+		gitcli.Run(t, dir, "checkout", "--", "experience")
+		gitcli.Run(t, dir, "add", "traces")
+		gitcli.Run(t, dir, "commit", "-q", "-m", "traces only")
+		if code, out, _ := runPem(t, "--knowledge", dir, "check", "--pr", "main"); code != 0 {
 			t.Fatalf("a trace-only PR is refused:\n%s", out)
 		}
-		if code, _, errs := sharePem(t, "--knowledge", dir, "check", "--pr", "origin/nope"); code != exitUsage || !strings.Contains(errs, "fetch the base") {
+		if code, _, errs := runPem(t, "--knowledge", dir, "check", "--pr", "origin/nope"); code != exitUsage || !strings.Contains(errs, "fetch the base") {
 			t.Fatalf("unknown base: %d %s", code, errs)
 		}
 	})
@@ -626,39 +619,39 @@ func must[T any](v T, err error) T {
 func TestSyncCommand(t *testing.T) {
 	root := t.TempDir()
 	bare := filepath.Join(root, "shared.git")
-	shareGit(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	gitcli.Run(t, root, "init", "-q", "--bare", "-b", "main", bare)
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
-	if code, _, errs := sharePem(t, "init", a); code != 0 {
+	if code, _, errs := runPem(t, "init", a); code != 0 {
 		t.Fatal(errs)
 	}
-	shareGit(t, a, "remote", "add", "origin", bare)
-	shareGit(t, a, "push", "-q", "origin", "main")
-	shareGit(t, root, "clone", "-q", bare, b)
+	gitcli.Run(t, a, "remote", "add", "origin", bare)
+	gitcli.Run(t, a, "push", "-q", "origin", "main")
+	gitcli.Run(t, root, "clone", "-q", bare, b)
 	ta, tb := shareOpen(t, "a", a, 1), shareOpen(t, "b", b, 2)
 	ta.run(t, "example.com", "find stars", 0, true, "#stars")
-	shareGit(t, a, "checkout", "--", "experience") // sync shares traces; consolidation does the rest
-	shareGit(t, a, "clean", "-fdq", "experience")
-	if code, out, errs := sharePem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "1 trace(s) committed") || !strings.Contains(out, "pushed") {
+	gitcli.Run(t, a, "checkout", "--", "experience") // sync shares traces; consolidation does the rest
+	gitcli.Run(t, a, "clean", "-fdq", "experience")
+	if code, out, errs := runPem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "1 trace(s) committed") || !strings.Contains(out, "pushed") {
 		t.Fatalf("sync a: %d %s %s", code, out, errs)
 	}
 	tb.run(t, "example.com", "find stars", 1, true, "#stars")
-	shareGit(t, b, "clean", "-fdq", "experience")
-	if code, out, errs := sharePem(t, "--knowledge", b, "sync", "origin"); code != 0 || !strings.Contains(out, "remote commits taken") {
+	gitcli.Run(t, b, "clean", "-fdq", "experience")
+	if code, out, errs := runPem(t, "--knowledge", b, "sync", "origin"); code != 0 || !strings.Contains(out, "remote commits taken") {
 		t.Fatalf("sync b: %d %s %s", code, out, errs)
 	}
-	if code, out, errs := sharePem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "nothing to push") {
+	if code, out, errs := runPem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "nothing to push") {
 		t.Fatalf("sync a again: %d %s %s", code, out, errs)
 	}
-	if n := strings.Count(shareGit(t, a, "ls-files", "traces"), ".yaml"); n != 2 {
+	if n := strings.Count(gitcli.Run(t, a, "ls-files", "traces"), ".yaml"); n != 2 {
 		t.Fatalf("a has %d traces after syncing, want 2", n)
 	}
 	// A local commit that is not add-only: exit 1 with what to do.
 	os.WriteFile(filepath.Join(b, "pem.yaml"), append(must(os.ReadFile(filepath.Join(b, "pem.yaml"))), "# edit\n"...), 0o644)
-	shareGit(t, b, "commit", "-q", "-am", "edit policy")
+	gitcli.Run(t, b, "commit", "-q", "-am", "edit policy")
 	ta.run(t, "example.com", "find stars", 2, true, "#stars")
-	shareGit(t, a, "clean", "-fdq", "experience")
-	sharePem(t, "--knowledge", a, "sync")
-	code, _, errs := sharePem(t, "--knowledge", b, "sync")
+	gitcli.Run(t, a, "clean", "-fdq", "experience")
+	runPem(t, "--knowledge", a, "sync")
+	code, _, errs := runPem(t, "--knowledge", b, "sync")
 	if code != exitInternal || !strings.Contains(errs, "pull request") || strings.Contains(errs, "report it") {
 		t.Fatalf("non-add-only sync: exit %d, %s", code, errs)
 	}
@@ -792,10 +785,10 @@ func shareBuildBig(b *testing.B, dir string, domains, intents int, target string
 	if err := treegen.Generate(ctx, dir, domains, intents, traces, 1); err != nil {
 		return err
 	}
-	shareGit(b, dir, "init", "-q", "-b", "main")
-	shareGit(b, dir, "config", "gc.auto", "0") // no background gc racing the explicit one
-	shareGit(b, dir, "add", "-A")
-	shareGit(b, dir, "commit", "-q", "-m", "big tree")
+	gitcli.Run(b, dir, "init", "-q", "-b", "main")
+	gitcli.Run(b, dir, "config", "gc.auto", "0") // no background gc racing the explicit one
+	gitcli.Run(b, dir, "add", "-A")
+	gitcli.Run(b, dir, "commit", "-q", "-m", "big tree")
 	// 100 commits, each touching five random entries; every tenth also the target.
 	dom, key, _ := strings.Cut(target, "/")
 	var stream bytes.Buffer
@@ -828,9 +821,9 @@ func shareBuildBig(b *testing.B, dir string, domains, intents int, target string
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("git fast-import: %v\n%s", err, out)
 	}
-	shareGit(b, dir, "reset", "-q", "--hard")
-	shareGit(b, dir, "gc", "-q") // a real repository is packed
-	files := strings.Count(shareGit(b, dir, "ls-files"), "\n") + 1
+	gitcli.Run(b, dir, "reset", "-q", "--hard")
+	gitcli.Run(b, dir, "gc", "-q") // a real repository is packed
+	files := strings.Count(gitcli.Run(b, dir, "ls-files"), "\n") + 1
 	b.Logf("tree: %d files, %d commits, built in %v", files, shareBenchCommits+1, time.Since(start).Round(time.Second))
 	return os.WriteFile(filepath.Join(dir, ".git", "pem-bench-done"), nil, 0o644)
 }
@@ -870,7 +863,7 @@ func TestMergeDriverReadsTracesThroughStore(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if code, _, errs := sharePem(t, "merge-driver", filepath.Join(tmp, "base"), filepath.Join(tmp, "ours"), filepath.Join(tmp, "theirs"), where); code != 0 {
+		if code, _, errs := runPem(t, "merge-driver", filepath.Join(tmp, "base"), filepath.Join(tmp, "ours"), filepath.Join(tmp, "theirs"), where); code != 0 {
 			t.Fatalf("merge-driver: exit %d: %s", code, errs)
 		}
 		data, err := os.ReadFile(filepath.Join(tmp, "ours"))
@@ -911,5 +904,46 @@ func shareOnePrefix(t *testing.T, stderr, want string) {
 		if strings.Count(l, "pem: ") != 1 || strings.Contains(l, "pem: pem") || strings.HasPrefix(l, "pem: pem ") {
 			t.Errorf("stderr line %q: want exactly one \"pem: \" prefix", l)
 		}
+	}
+}
+
+// TestCheckIncremental: a clean check remembers HEAD, the next walks only
+// newer commits and still finds a new frozen edit; a check with problems
+// remembers nothing; --since bounds the walk, --full redoes it.
+func TestCheckIncremental(t *testing.T) {
+	dir, commits := shareHistoryRepo(t)
+	check := func(args ...string) (int, string) {
+		t.Helper()
+		code, out, errs := runPem(t, append([]string{"--knowledge", dir, "check"}, args...)...)
+		return code, out + errs
+	}
+	if code, out := check(); code != 0 || !strings.Contains(out, fmt.Sprintf(" and %d commit(s) checked in ", len(commits)+1)) || strings.Contains(out, "earlier check") {
+		t.Fatalf("first check: exit %d\n%s", code, out)
+	}
+	if code, out := check(); code != 0 || !strings.Contains(out, " and 0 commit(s) checked in ") || !strings.Contains(out, "new since "+commits[len(commits)-1][:10]) {
+		t.Fatalf("second check: exit %d\n%s", code, out)
+	}
+	if code, out := check("--full"); code != 0 || !strings.Contains(out, fmt.Sprintf(" and %d commit(s) checked in ", len(commits)+1)) {
+		t.Fatalf("--full: exit %d\n%s", code, out)
+	}
+
+	name := filepath.Join(dir, "facts/example.com/find-stars.yaml")
+	data := string(must(os.ReadFile(name)))
+	os.WriteFile(name, []byte(strings.Replace(data, "primary: '#forks'", "primary: '#forks-renamed'", 1)), 0o644)
+	gitcli.Run(t, dir, "commit", "-q", "-am", "hand edit of a verified entry")
+	bad := gitcli.Run(t, dir, "rev-parse", "--short=10", "HEAD")
+	for _, args := range [][]string{nil, nil, {"--full"}, {"--since", "HEAD~1"}} {
+		if code, out := check(args...); code != exitInternal || !strings.Contains(out, "frozen: facts/example.com/find-stars.yaml: commit "+bad) {
+			t.Errorf("check %v after a frozen edit: exit %d\n%s", args, code, out)
+		}
+	}
+	if code, out := check("--since", "HEAD"); code != 0 || !strings.Contains(out, " and 0 commit(s) checked in ") {
+		t.Errorf("--since HEAD: exit %d\n%s", code, out)
+	}
+	if code, out := check("--since", "HEAD", "--full"); code != exitUsage || !strings.Contains(out, "exclude each other") {
+		t.Errorf("--since with --full: exit %d\n%s", code, out)
+	}
+	if code, out := check("--since", "nope"); code != exitUsage {
+		t.Errorf("--since nope: exit %d\n%s", code, out)
 	}
 }

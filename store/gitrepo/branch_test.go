@@ -2,11 +2,13 @@ package gitrepo
 
 import (
 	"context"
-	"github.com/pemdev/pem/store"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
 func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
@@ -23,9 +25,9 @@ func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "notes.txt", "uncommitted work\n") // an untracked file stays untracked
-	head := gitRun(t, dir, "rev-parse", "HEAD")
-	branchBefore := gitRun(t, dir, "rev-parse", "--abbrev-ref", "HEAD")
-	indexBefore := gitRun(t, dir, "write-tree")
+	head := gitcli.Run(t, dir, "rev-parse", "HEAD")
+	branchBefore := gitcli.Run(t, dir, "rev-parse", "--abbrev-ref", "HEAD")
+	indexBefore := gitcli.Run(t, dir, "write-tree")
 
 	files := map[string][]byte{
 		"facts/x.example/new.yaml": []byte("format: 1\nstatus: candidate\n"),
@@ -38,37 +40,37 @@ func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
 	if h == "" {
 		t.Fatal("no commit made for a real change")
 	}
-	if got := gitRun(t, dir, "rev-parse", "HEAD"); got != head {
+	if got := gitcli.Run(t, dir, "rev-parse", "HEAD"); got != head {
 		t.Fatalf("HEAD moved: %s → %s", head, got)
 	}
-	if got := gitRun(t, dir, "rev-parse", "--abbrev-ref", "HEAD"); got != branchBefore {
+	if got := gitcli.Run(t, dir, "rev-parse", "--abbrev-ref", "HEAD"); got != branchBefore {
 		t.Fatalf("checked-out branch changed to %s", got)
 	}
-	if got := gitRun(t, dir, "write-tree"); got != indexBefore {
+	if got := gitcli.Run(t, dir, "write-tree"); got != indexBefore {
 		t.Fatal("the index changed")
 	}
-	if st := gitRun(t, dir, "status", "--porcelain"); st != "?? notes.txt" {
+	if st := gitcli.Run(t, dir, "status", "--porcelain"); st != "?? notes.txt" {
 		t.Fatalf("git status = %q, want only the untracked file", st)
 	}
-	if got := gitRun(t, dir, "rev-parse", "pem/deep-learn/2026-11-30^"); got != head {
+	if got := gitcli.Run(t, dir, "rev-parse", "pem/deep-learn/2026-11-30^"); got != head {
 		t.Fatalf("the proposal's parent is %s, want HEAD %s", got, head)
 	}
-	diff := gitRun(t, dir, "diff", "--name-status", "HEAD", "pem/deep-learn/2026-11-30")
+	diff := gitcli.Run(t, dir, "diff", "--name-status", "HEAD", "pem/deep-learn/2026-11-30")
 	if !strings.Contains(diff, "A\tfacts/x.example/new.yaml") || !strings.Contains(diff, "D\tfacts/x.example/old.yaml") {
 		t.Fatalf("branch diff = %q", diff)
 	}
-	if got := gitRun(t, dir, "show", "pem/deep-learn/2026-11-30:facts/x.example/new.yaml"); got != "format: 1\nstatus: candidate" {
+	if got := gitcli.Run(t, dir, "show", "pem/deep-learn/2026-11-30:facts/x.example/new.yaml"); got != "format: 1\nstatus: candidate" {
 		t.Fatalf("file on branch = %q", got)
 	}
-	gitRun(t, dir, "fsck", "--strict", "--no-dangling")
+	gitcli.Run(t, dir, "fsck", "--strict", "--no-dangling")
 
 	// Again with nothing different from HEAD: no commit, branch unchanged.
-	tip := gitRun(t, dir, "rev-parse", "pem/deep-learn/2026-11-30")
+	tip := gitcli.Run(t, dir, "rev-parse", "pem/deep-learn/2026-11-30")
 	h2, err := commitToBranchDir(ctx, dir, "pem/deep-learn/2026-11-30", map[string][]byte{"facts/x.example/old.yaml": []byte("format: 1\n")}, "noop", Signature{})
 	if err != nil || h2 != "" {
 		t.Fatalf("no-change commit = %q, %v", h2, err)
 	}
-	if got := gitRun(t, dir, "rev-parse", "pem/deep-learn/2026-11-30"); got != tip {
+	if got := gitcli.Run(t, dir, "rev-parse", "pem/deep-learn/2026-11-30"); got != tip {
 		t.Fatal("a no-change proposal moved the branch")
 	}
 	if _, err := commitToBranchDir(ctx, dir, "bad..name", files, "x", Signature{}); err == nil {
@@ -85,37 +87,37 @@ func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
 func TestCommitToBranchTreeInSubdirectory(t *testing.T) {
 	ctx := context.Background()
 	repo := t.TempDir()
-	gitRun(t, repo, "init", "-q", "-b", "main")
+	gitcli.Run(t, repo, "init", "-q", "-b", "main")
 	writeFile(t, repo, "README.md", "project\n")
 	dir := filepath.Join(repo, "knowledge")
 	if _, err := store.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	gitRun(t, repo, "add", "-A")
-	gitRun(t, repo, "commit", "-q", "-m", "base")
+	gitcli.Run(t, repo, "add", "-A")
+	gitcli.Run(t, repo, "commit", "-q", "-m", "base")
 	writeFile(t, repo, "README.md", "project, edited but not committed\n")
-	gitRun(t, repo, "add", "README.md") // staged work stays staged
-	head := gitRun(t, repo, "rev-parse", "HEAD")
-	staged := gitRun(t, repo, "diff", "--cached", "--name-only")
+	gitcli.Run(t, repo, "add", "README.md") // staged work stays staged
+	head := gitcli.Run(t, repo, "rev-parse", "HEAD")
+	staged := gitcli.Run(t, repo, "diff", "--cached", "--name-only")
 
 	h, err := commitToBranchDir(ctx, dir, "pem/deep-learn/x", map[string][]byte{"facts/a.example/k.yaml": []byte("format: 1\n")}, "proposal", Signature{Name: "bot", Email: "bot@example.com", When: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)})
 	if err != nil || h == "" {
 		t.Fatalf("commit = %q, %v", h, err)
 	}
-	if got := gitRun(t, repo, "diff", "--name-only", "HEAD", "pem/deep-learn/x"); got != "knowledge/facts/a.example/k.yaml" {
+	if got := gitcli.Run(t, repo, "diff", "--name-only", "HEAD", "pem/deep-learn/x"); got != "knowledge/facts/a.example/k.yaml" {
 		t.Fatalf("branch diff = %q", got)
 	}
-	if got := gitRun(t, repo, "show", "pem/deep-learn/x:README.md"); got != "project" {
+	if got := gitcli.Run(t, repo, "show", "pem/deep-learn/x:README.md"); got != "project" {
 		t.Fatalf("README on the branch = %q, want HEAD's", got)
 	}
-	if got := gitRun(t, repo, "log", "-1", "--format=%an <%ae> %aI", "pem/deep-learn/x"); got != "bot <bot@example.com> 2026-11-30T03:00:00+00:00" {
+	if got := gitcli.Run(t, repo, "log", "-1", "--format=%an <%ae> %aI", "pem/deep-learn/x"); got != "bot <bot@example.com> 2026-11-30T03:00:00+00:00" {
 		t.Fatalf("author = %q", got)
 	}
-	if gitRun(t, repo, "rev-parse", "HEAD") != head || gitRun(t, repo, "diff", "--cached", "--name-only") != staged {
+	if gitcli.Run(t, repo, "rev-parse", "HEAD") != head || gitcli.Run(t, repo, "diff", "--cached", "--name-only") != staged {
 		t.Fatal("HEAD or the index moved")
 	}
 	if _, err := commitToBranchDir(ctx, dir, "x", map[string][]byte{"../outside.txt": []byte("x")}, "escape", Signature{}); err == nil {
 		t.Fatal("a path escaping the knowledge tree was committed")
 	}
-	gitRun(t, repo, "fsck", "--strict", "--no-dangling")
+	gitcli.Run(t, repo, "fsck", "--strict", "--no-dangling")
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
-// gitRun runs the git CLI in dir (gitcli.Run).
-var gitRun = gitcli.Run
-
 func writeFile(t testing.TB, dir, rel, content string) {
 	t.Helper()
 	p := filepath.Join(dir, filepath.FromSlash(rel))
@@ -35,16 +32,16 @@ func writeFile(t testing.TB, dir, rel, content string) {
 func assertClean(t *testing.T, repo string) {
 	t.Helper()
 	assertSynced(t, repo)
-	gitRun(t, repo, "fsck", "--strict", "--no-dangling")
+	gitcli.Run(t, repo, "fsck", "--strict", "--no-dangling")
 }
 
 // assertSynced checks that the worktree, the index and HEAD agree.
 func assertSynced(t *testing.T, repo string) {
 	t.Helper()
-	if st := gitRun(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
+	if st := gitcli.Run(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Fatalf("git status not clean:\n%s", st)
 	}
-	if wt, head := gitRun(t, repo, "write-tree"), gitRun(t, repo, "rev-parse", "HEAD^{tree}"); wt != head {
+	if wt, head := gitcli.Run(t, repo, "write-tree"), gitcli.Run(t, repo, "rev-parse", "HEAD^{tree}"); wt != head {
 		t.Fatalf("index tree %s != HEAD tree %s", wt, head)
 	}
 }
@@ -62,28 +59,28 @@ func TestInitRepoFreshAndIdempotent(t *testing.T) {
 	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := gitRun(t, dir, "config", "merge.pem.driver"); got != MergeDriverCommand {
+	if got := gitcli.Run(t, dir, "config", "merge.pem.driver"); got != MergeDriverCommand {
 		t.Fatalf("merge.pem.driver = %q", got)
 	}
-	if got := gitRun(t, dir, "config", "merge.pem.name"); got != MergeDriverName {
+	if got := gitcli.Run(t, dir, "config", "merge.pem.name"); got != MergeDriverName {
 		t.Fatalf("merge.pem.name = %q", got)
 	}
-	if br := gitRun(t, dir, "symbolic-ref", "HEAD"); br != "refs/heads/main" {
+	if br := gitcli.Run(t, dir, "symbolic-ref", "HEAD"); br != "refs/heads/main" {
 		t.Fatalf("HEAD -> %s, want refs/heads/main", br)
 	}
-	if files := gitRun(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != ".gitignore\nfacts/.keep\npem.yaml" {
+	if files := gitcli.Run(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != ".gitignore\nfacts/.keep\npem.yaml" {
 		t.Fatalf("first commit holds %q", files)
 	}
-	if msg := gitRun(t, dir, "log", "-1", "--format=%an <%ae> %s"); msg != "pem <pem@localhost> pem: init knowledge tree" {
+	if msg := gitcli.Run(t, dir, "log", "-1", "--format=%an <%ae> %s"); msg != "pem <pem@localhost> pem: init knowledge tree" {
 		t.Fatalf("first commit: %q", msg)
 	}
 	assertClean(t, dir)
-	head := gitRun(t, dir, "rev-parse", "HEAD")
+	head := gitcli.Run(t, dir, "rev-parse", "HEAD")
 	cfg, _ := os.ReadFile(filepath.Join(dir, ".git", "config"))
 	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	if again := gitRun(t, dir, "rev-parse", "HEAD"); again != head {
+	if again := gitcli.Run(t, dir, "rev-parse", "HEAD"); again != head {
 		t.Fatalf("second InitRepo committed: %s -> %s", head, again)
 	}
 	cfg2, _ := os.ReadFile(filepath.Join(dir, ".git", "config"))
@@ -98,10 +95,10 @@ func TestInitRepoFreshAndIdempotent(t *testing.T) {
 func TestInitRepoInsideProjectRepo(t *testing.T) {
 	ctx := context.Background()
 	proj := t.TempDir()
-	gitRun(t, proj, "init", "-q", "-b", "trunk")
+	gitcli.Run(t, proj, "init", "-q", "-b", "trunk")
 	writeFile(t, proj, "README", "project\n")
-	gitRun(t, proj, "add", "README")
-	gitRun(t, proj, "commit", "-q", "-m", "project")
+	gitcli.Run(t, proj, "add", "README")
+	gitcli.Run(t, proj, "commit", "-q", "-m", "project")
 	kdir := filepath.Join(proj, "knowledge")
 	writeFile(t, kdir, "pem.yaml", "format: 1\n")
 	if err := Init(ctx, kdir); err != nil {
@@ -110,10 +107,10 @@ func TestInitRepoInsideProjectRepo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(kdir, ".git")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("InitRepo made a nested repository inside the project: %v", err)
 	}
-	if got := gitRun(t, proj, "config", "merge.pem.driver"); got != MergeDriverCommand {
+	if got := gitcli.Run(t, proj, "config", "merge.pem.driver"); got != MergeDriverCommand {
 		t.Fatalf("merge driver not registered in the project repo: %q", got)
 	}
-	if n := gitRun(t, proj, "rev-list", "--count", "HEAD"); n != "1" {
+	if n := gitcli.Run(t, proj, "rev-list", "--count", "HEAD"); n != "1" {
 		t.Fatalf("InitRepo committed into a project that has history: %s commits", n)
 	}
 	// Commit paths relative to the knowledge dir land under knowledge/.
@@ -121,10 +118,10 @@ func TestInitRepoInsideProjectRepo(t *testing.T) {
 	if err != nil || h == "" {
 		t.Fatalf("Commit = %q, %v", h, err)
 	}
-	if files := gitRun(t, proj, "show", "--name-only", "--format=", "HEAD"); files != "knowledge/pem.yaml" {
+	if files := gitcli.Run(t, proj, "show", "--name-only", "--format=", "HEAD"); files != "knowledge/pem.yaml" {
 		t.Fatalf("commit holds %q", files)
 	}
-	if br := gitRun(t, proj, "rev-parse", "--abbrev-ref", "HEAD"); br != "trunk" {
+	if br := gitcli.Run(t, proj, "rev-parse", "--abbrev-ref", "HEAD"); br != "trunk" {
 		t.Fatalf("branch %s", br)
 	}
 	assertClean(t, proj)
@@ -140,7 +137,7 @@ func TestCommitExactPaths(t *testing.T) {
 	if err := Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	first := gitRun(t, dir, "rev-parse", "HEAD")
+	first := gitcli.Run(t, dir, "rev-parse", "HEAD")
 
 	// Changes: one modified, one added in a new directory, one deleted (its
 	// directory becomes empty), plus an unrelated untracked file and an
@@ -152,39 +149,39 @@ func TestCommitExactPaths(t *testing.T) {
 	}
 	writeFile(t, dir, "scratch.txt", "not mine\n")
 	writeFile(t, dir, "facts/a.com/y.yaml", "y: staged\n")
-	gitRun(t, dir, "add", "facts/a.com/y.yaml")
+	gitcli.Run(t, dir, "add", "facts/a.com/y.yaml")
 
 	h, err := commitDir(ctx, dir, []string{"facts/a.com/x.yaml", "traces/b.org/2025-02-01/NEW.yaml", "traces/a.com/2025-01-01/OLD.yaml", "facts/a.com/x.yaml"},
 		"pem: consolidate 1 trace\n\nbody line\n", testSig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h != gitRun(t, dir, "rev-parse", "HEAD") {
-		t.Fatalf("returned %s, HEAD is %s", h, gitRun(t, dir, "rev-parse", "HEAD"))
+	if h != gitcli.Run(t, dir, "rev-parse", "HEAD") {
+		t.Fatalf("returned %s, HEAD is %s", h, gitcli.Run(t, dir, "rev-parse", "HEAD"))
 	}
-	if p := gitRun(t, dir, "rev-parse", "HEAD^"); p != first {
+	if p := gitcli.Run(t, dir, "rev-parse", "HEAD^"); p != first {
 		t.Fatalf("parent %s, want %s", p, first)
 	}
-	got := gitRun(t, dir, "show", "--name-status", "--format=%an <%ae>|%at|%B", "HEAD")
+	got := gitcli.Run(t, dir, "show", "--name-status", "--format=%an <%ae>|%at|%B", "HEAD")
 	want := "tester <tester@example.com>|1740830400|pem: consolidate 1 trace\n\nbody line\n\n\nM\tfacts/a.com/x.yaml\nD\ttraces/a.com/2025-01-01/OLD.yaml\nA\ttraces/b.org/2025-02-01/NEW.yaml"
 	if got != want {
 		t.Fatalf("commit:\n%s\nwant:\n%s", got, want)
 	}
-	if ls := gitRun(t, dir, "ls-tree", "-d", "HEAD", "traces/"); strings.Contains(ls, "a.com") {
+	if ls := gitcli.Run(t, dir, "ls-tree", "-d", "HEAD", "traces/"); strings.Contains(ls, "a.com") {
 		t.Fatalf("empty directory kept in the tree: %s", ls)
 	}
 	// The unrelated changes are as they were: y staged, scratch untracked.
-	if st := gitRun(t, dir, "status", "--porcelain"); st != "M  facts/a.com/y.yaml\n?? scratch.txt" {
+	if st := gitcli.Run(t, dir, "status", "--porcelain"); st != "M  facts/a.com/y.yaml\n?? scratch.txt" {
 		t.Fatalf("status after commit:\n%s", st)
 	}
-	gitRun(t, dir, "fsck", "--strict", "--no-dangling")
+	gitcli.Run(t, dir, "fsck", "--strict", "--no-dangling")
 
 	// Nothing new: no commit.
 	h2, err := commitDir(ctx, dir, []string{"facts/a.com/x.yaml", "traces/a.com/2025-01-01/OLD.yaml"}, "again", testSig)
 	if err != nil || h2 != "" {
 		t.Fatalf("commit of unchanged paths = %q, %v; want no commit", h2, err)
 	}
-	if now := gitRun(t, dir, "rev-parse", "HEAD"); now != h {
+	if now := gitcli.Run(t, dir, "rev-parse", "HEAD"); now != h {
 		t.Fatalf("HEAD moved without changes: %s", now)
 	}
 	// Committing the staged path too leaves everything clean.
@@ -232,13 +229,13 @@ func TestCommitSeriesChainsCommits(t *testing.T) {
 	if hs[0] == "" || hs[1] != "" || hs[2] == "" {
 		t.Fatalf("hashes %q", hs)
 	}
-	if log := gitRun(t, dir, "log", "--format=%s", "-3"); log != "pem: verify a.com/k r1\npem: consolidate\npem: init knowledge tree" {
+	if log := gitcli.Run(t, dir, "log", "--format=%s", "-3"); log != "pem: verify a.com/k r1\npem: consolidate\npem: init knowledge tree" {
 		t.Fatalf("log:\n%s", log)
 	}
-	if f := gitRun(t, dir, "show", "--name-only", "--format=", "HEAD"); f != "facts/a.com/k.yaml" {
+	if f := gitcli.Run(t, dir, "show", "--name-only", "--format=", "HEAD"); f != "facts/a.com/k.yaml" {
 		t.Fatalf("verify commit holds %q", f)
 	}
-	if tr := gitRun(t, dir, "log", "-1", "--format=%(trailers:key=Confidence,valueonly)"); tr != "0.91" {
+	if tr := gitcli.Run(t, dir, "log", "-1", "--format=%(trailers:key=Confidence,valueonly)"); tr != "0.91" {
 		t.Fatalf("trailer %q", tr)
 	}
 	assertClean(t, dir)
@@ -288,7 +285,7 @@ func TestCommitRandomEdits(t *testing.T) {
 		removeEmptyDirs(dir)
 		assertSynced(t, dir)
 	}
-	gitRun(t, dir, "fsck", "--strict", "--no-dangling")
+	gitcli.Run(t, dir, "fsck", "--strict", "--no-dangling")
 }
 
 func removeEmptyDirs(root string) {
@@ -363,7 +360,7 @@ func TestCommitInterruptedBeforeRefMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "x.yaml", "x\n")
-	gitRun(t, dir, "add", "x.yaml") // the index as the crashed run left it
+	gitcli.Run(t, dir, "add", "x.yaml") // the index as the crashed run left it
 	h, err := commitDir(ctx, dir, []string{"x.yaml"}, "x", testSig)
 	if err != nil || h == "" {
 		t.Fatalf("Commit = %q, %v", h, err)

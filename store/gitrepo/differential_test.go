@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
 // TestDifferentialAgainstGit checks pem's plumbing against the git CLI on
@@ -43,8 +45,8 @@ func differential(t *testing.T, seed int64, sub bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewSource(seed))
 	root := t.TempDir()
-	gitRun(t, root, "init", "-q", "-b", "main")
-	gitRun(t, root, "config", "gc.auto", "0")
+	gitcli.Run(t, root, "init", "-q", "-b", "main")
+	gitcli.Run(t, root, "config", "gc.auto", "0")
 	model := map[string]diffFile{} // tree path → what HEAD must hold
 	tree := root                   // the knowledge tree: the root, or a directory inside it
 	prefix := ""
@@ -53,8 +55,8 @@ func differential(t *testing.T, seed int64, sub bool) {
 		writeFile(t, root, "README", "project\n")
 		writeFile(t, root, "kn/pem.yaml", "format: 1\n")
 		model["pem.yaml"] = diffFile{data: []byte("format: 1\n")}
-		gitRun(t, root, "add", "README", "kn/pem.yaml")
-		gitRun(t, root, "commit", "-q", "-m", "project")
+		gitcli.Run(t, root, "add", "README", "kn/pem.yaml")
+		gitcli.Run(t, root, "commit", "-q", "-m", "project")
 	}
 
 	r, err := Open(ctx, tree)
@@ -125,11 +127,11 @@ func differential(t *testing.T, seed int64, sub bool) {
 	}
 
 	// git's own packs, with deltas, read by pem.
-	gitRun(t, root, "repack", "-q", "-a", "-d", "-f", "--depth=10")
+	gitcli.Run(t, root, "repack", "-q", "-a", "-d", "-f", "--depth=10")
 	packs, _ = filepath.Glob(filepath.Join(root, ".git", "objects", "pack", "pack-*.idx"))
 	deltas := 0
 	for _, p := range packs {
-		for _, l := range strings.Split(gitRun(t, root, "verify-pack", "-v", p), "\n") {
+		for _, l := range strings.Split(gitcli.Run(t, root, "verify-pack", "-v", p), "\n") {
 			if f := strings.Fields(l); len(f) == 7 && plumbing.IsHash(f[0]) {
 				deltas++ // "hash type size size-in-pack offset depth base"
 			}
@@ -141,7 +143,7 @@ func differential(t *testing.T, seed int64, sub bool) {
 	ps := gitlogOpenPacks(filepath.Join(root, ".git", "objects", "pack"))
 	defer ps.close()
 	objs := 0
-	sc := bufio.NewScanner(strings.NewReader(gitRun(t, root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype) %(objectsize)")))
+	sc := bufio.NewScanner(strings.NewReader(gitcli.Run(t, root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype) %(objectsize)")))
 	for sc.Scan() {
 		var hash, typ string
 		var size int
@@ -202,13 +204,13 @@ func differential(t *testing.T, seed int64, sub bool) {
 // tree equal to the model, and the worktree and index clean.
 func checkWithGit(t *testing.T, root, prefix string, model map[string]diffFile) {
 	t.Helper()
-	gitRun(t, root, "fsck", "--strict", "--no-dangling")
+	gitcli.Run(t, root, "fsck", "--strict", "--no-dangling")
 	packs, _ := filepath.Glob(filepath.Join(root, ".git", "objects", "pack", "pack-*.idx"))
 	for _, p := range packs {
-		gitRun(t, root, "verify-pack", "-v", p)
+		gitcli.Run(t, root, "verify-pack", "-v", p)
 	}
 	got := map[string]string{}
-	for _, l := range strings.Split(gitRun(t, root, "ls-tree", "-r", "-z", "--full-tree", "HEAD"), "\x00") {
+	for _, l := range strings.Split(gitcli.Run(t, root, "ls-tree", "-r", "-z", "--full-tree", "HEAD"), "\x00") {
 		if l == "" {
 			continue
 		}

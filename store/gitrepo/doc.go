@@ -15,13 +15,16 @@
 //     directory), which is how consolidation survives a kill (journal.go);
 //   - commits onto a review branch that leave the worktree, the index and
 //     the current branch alone (CommitToBranch, branch.go);
-//   - the history: diffs, the log of an entry, the walk pem check makes,
+//   - the history: diffs, the log of an entry, the walks of the review
+//     commands returning values (changed files with both versions' bytes,
+//     every change a commit introduced within REV ^X bounds: review.go),
 //     read level by level by tree hash and straight from the pack files,
 //     delta chains included (History, history.go);
 //   - pem sync (Sync) and the merge driver's registration
 //     (InstallMergeDriver), and Init, which makes a tree a repository;
 //   - StatePath: where pem keeps state that git must never see (the
-//     consolidation cache, the journal, the commit owner's pid).
+//     consolidation cache, the journal, the commit owner's pid, the commit
+//     pem check last passed: Remember, Remembered).
 //
 // It is not the knowledge tree: the layout, the YAML, the lock and
 // engine.Store are package store; which paths a command commits, and why,

@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
 // The fuzz targets of the parsers that read bytes git (or anything else)
@@ -27,14 +29,14 @@ import (
 func seedRepo(tb testing.TB) string {
 	tb.Helper()
 	dir := tb.TempDir()
-	gitRun(tb, dir, "init", "-q", "-b", "main")
+	gitcli.Run(tb, dir, "init", "-q", "-b", "main")
 	base := strings.Repeat("selector: '#repo-stars-counter-star'\nsteps: [navigate, get_text]\n", 40)
 	for c := 0; c < 4; c++ {
 		for i := 0; i < 6; i++ {
 			writeFile(tb, dir, fmt.Sprintf("facts/d%d/k%d.yaml", i%2, i), base+fmt.Sprintf("revision: %d-%d\n", c, i))
 		}
-		gitRun(tb, dir, "add", "-A")
-		gitRun(tb, dir, "commit", "-q", "-m", fmt.Sprintf("c%d", c))
+		gitcli.Run(tb, dir, "add", "-A")
+		gitcli.Run(tb, dir, "commit", "-q", "-m", fmt.Sprintf("c%d", c))
 	}
 	return dir
 }
@@ -57,11 +59,11 @@ func packSeeds(tb testing.TB) [][2][]byte {
 	}
 	for _, ofs := range []string{"true", "false"} {
 		dir := seedRepo(tb)
-		gitRun(tb, dir, "-c", "repack.useDeltaBaseOffset="+ofs, "repack", "-q", "-a", "-d", "-f", "--depth=5")
+		gitcli.Run(tb, dir, "-c", "repack.useDeltaBaseOffset="+ofs, "repack", "-q", "-a", "-d", "-f", "--depth=5")
 		read(dir)
 	}
 	dir := tb.TempDir()
-	gitRun(tb, dir, "init", "-q", "-b", "main")
+	gitcli.Run(tb, dir, "init", "-q", "-b", "main")
 	var paths []string
 	for i := 0; i < packMinObjects+4; i++ {
 		p := fmt.Sprintf("traces/d/%02d.yaml", i)
@@ -194,13 +196,13 @@ func indexSeeds(tb testing.TB) [][]byte {
 	}
 	dir := seedRepo(tb)
 	add(dir)
-	gitRun(tb, dir, "update-index", "--index-version", "3")
+	gitcli.Run(tb, dir, "update-index", "--index-version", "3")
 	writeFile(tb, dir, "new.yaml", "x\n")
-	gitRun(tb, dir, "add", "-N", "new.yaml") // intent-to-add: an extended flag
+	gitcli.Run(tb, dir, "add", "-N", "new.yaml") // intent-to-add: an extended flag
 	add(dir)
-	gitRun(tb, dir, "update-index", "--index-version", "4")
+	gitcli.Run(tb, dir, "update-index", "--index-version", "4")
 	add(dir)
-	gitRun(tb, dir, "update-index", "--index-version", "2")
+	gitcli.Run(tb, dir, "update-index", "--index-version", "2")
 	writeFile(tb, dir, "facts/d1/k1.yaml", "changed\n")
 	if _, err := commitDir(tb.Context(), dir, []string{"facts/d1/k1.yaml"}, "pem", testSig); err != nil {
 		tb.Fatal(err)

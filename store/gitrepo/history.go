@@ -609,40 +609,6 @@ func (h *History) node(hash plumbing.Hash) (gitlogNode, error) {
 	return gitlogNode{tree: c.TreeHash, parents: c.ParentHashes}, nil
 }
 
-// Walk calls fn for every commit reachable from rev (all parents, each commit
-// once, newest first by commit time) with the files under the knowledge
-// tree's path under that the commit changed against its first parent (all
-// files for a root commit). Commits that changed nothing there are skipped.
-func (h *History) Walk(ctx context.Context, rev, under string, fn func(CommitInfo, []FileChange) error) error {
-	start, err := h.commit(ctx, rev)
-	if err != nil {
-		return err
-	}
-	iter := object.NewCommitIterCTime(start, nil, nil)
-	defer iter.Close()
-	return iter.ForEach(func(c *object.Commit) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ptree plumbing.Hash
-		if len(c.ParentHashes) > 0 {
-			p, err := h.repo.CommitObject(c.ParentHashes[0])
-			if err != nil {
-				return fmt.Errorf("reading commit %s: %w", c.ParentHashes[0], err)
-			}
-			ptree = p.TreeHash
-		}
-		ch, err := h.changes(ctx, ptree, c.TreeHash, under)
-		if err != nil {
-			return err
-		}
-		if len(ch) == 0 {
-			return nil
-		}
-		return fn(gitlogInfo(c), ch)
-	})
-}
-
 // MergeBase returns the best common ancestor of the commits a and b.
 func (h *History) MergeBase(ctx context.Context, a, b string) (string, error) {
 	ca, err := h.commit(ctx, a)

@@ -18,9 +18,6 @@ import (
 	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
-// gitlogGit runs the real git CLI in dir (gitcli.Run).
-var gitlogGit = gitcli.Run
-
 func gitlogWrite(t testing.TB, dir, rel, content string) {
 	t.Helper()
 	name := filepath.Join(dir, filepath.FromSlash(rel))
@@ -34,7 +31,7 @@ func gitlogWrite(t testing.TB, dir, rel, content string) {
 
 func gitlogCommit(t testing.TB, dir, msg string, when int) string {
 	t.Helper()
-	gitlogGit(t, dir, "add", "-A")
+	gitcli.Run(t, dir, "add", "-A")
 	date := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(when) * time.Hour).Format(time.RFC3339)
 	cmd := exec.Command("git", "commit", "-q", "--allow-empty", "-m", msg)
 	cmd.Dir = dir
@@ -44,7 +41,7 @@ func gitlogCommit(t testing.TB, dir, msg string, when int) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git commit: %v\n%s", err, out)
 	}
-	return gitlogGit(t, dir, "rev-parse", "HEAD")
+	return gitcli.Run(t, dir, "rev-parse", "HEAD")
 }
 
 func gitlogInit(t testing.TB, dir string) {
@@ -52,7 +49,7 @@ func gitlogInit(t testing.TB, dir string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gitlogGit(t, dir, "init", "-q", "-b", "main")
+	gitcli.Run(t, dir, "init", "-q", "-b", "main")
 }
 
 func gitlogPaths(cs []gitrepo.FileChange) []string {
@@ -170,23 +167,28 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("FileAt of a deleted file = %q, %v", hash, err)
 	}
 
-	// Walk sees every commit that touched facts, merges included.
-	gitlogGit(t, repo, "checkout", "-q", "-b", "side", c2)
+	// WalkIntroduced sees every commit that made a change to facts; the merge
+	// only brings side's change, made (and seen) there.
+	gitcli.Run(t, repo, "checkout", "-q", "-b", "side", c2)
 	gitlogWrite(t, kn, "facts/c.example/three.yaml", "side\n")
 	side := gitlogCommit(t, repo, "side facts", 6)
-	gitlogGit(t, repo, "checkout", "-q", "main")
-	gitlogGit(t, repo, "merge", "-q", "--no-edit", "side")
-	var walked []string
-	err = h.Walk(ctx, "HEAD", "facts", func(ci gitrepo.CommitInfo, cs []gitrepo.FileChange) error {
-		walked = append(walked, ci.Subject)
+	gitcli.Run(t, repo, "checkout", "-q", "main")
+	gitcli.Run(t, repo, "merge", "-q", "--no-edit", "side")
+	walkedSet := map[string]bool{}
+	n, err := h.WalkIntroduced(ctx, gitrepo.WalkOptions{Under: "facts"}, func(ci gitrepo.CommitInfo, _ gitrepo.FileChange) error {
+		walkedSet[ci.Subject] = true
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var walked []string
+	for s := range walkedSet {
+		walked = append(walked, s)
+	}
 	sort.Strings(walked)
-	if want := []string{"Merge branch 'side'", "consolidate one", "delete one", "first", "side facts", "touch two"}; !reflect.DeepEqual(walked, want) {
-		t.Fatalf("Walk visited %q, want %q", walked, want)
+	if want := []string{"consolidate one", "delete one", "first", "side facts", "touch two"}; !reflect.DeepEqual(walked, want) || n < len(want)+1 {
+		t.Fatalf("WalkIntroduced visited %d commits, with changes %q, want %q", n, walked, want)
 	}
 	mb, err := h.MergeBase(ctx, side, c5)
 	if err != nil || mb != c2 {
@@ -211,7 +213,7 @@ func TestInstallMergeDriver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := gitlogGit(t, repo, "config", "--get", "merge.pem.driver"); got != gitrepo.MergeDriverCommand {
+	if got := gitcli.Run(t, repo, "config", "--get", "merge.pem.driver"); got != gitrepo.MergeDriverCommand {
 		t.Fatalf("merge.pem.driver = %q", got)
 	}
 	data, err := os.ReadFile(filepath.Join(kn, ".gitattributes"))
@@ -223,7 +225,7 @@ func TestInstallMergeDriver(t *testing.T) {
 		t.Fatalf(".gitattributes =\n%s\nwant\n%s", data, want)
 	}
 	// git itself sees the attributes on a path inside the tree.
-	if got := gitlogGit(t, repo, "check-attr", "merge", "--", "kn/experience/a.example/k.yaml"); !strings.HasSuffix(got, "merge: pem") {
+	if got := gitcli.Run(t, repo, "check-attr", "merge", "--", "kn/experience/a.example/k.yaml"); !strings.HasSuffix(got, "merge: pem") {
 		t.Fatalf("git check-attr: %q", got)
 	}
 }
@@ -237,14 +239,14 @@ func gitlogTrace(t *testing.T, dir, domain string, n int) string {
 
 func gitlogStatusClean(t *testing.T, dir string) {
 	t.Helper()
-	if st := gitlogGit(t, dir, "status", "--porcelain"); st != "" {
+	if st := gitcli.Run(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("git status in %s is not clean:\n%s", dir, st)
 	}
 }
 
 func gitlogFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	return strings.Split(gitlogGit(t, dir, "ls-tree", "-r", "--name-only", "HEAD"), "\n")
+	return strings.Split(gitcli.Run(t, dir, "ls-tree", "-r", "--name-only", "HEAD"), "\n")
 }
 
 // TestSync: a bare repository and two clones that save traces and sync in
@@ -253,16 +255,16 @@ func TestSync(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	bare := filepath.Join(root, "shared.git")
-	gitlogGit(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	gitcli.Run(t, root, "init", "-q", "--bare", "-b", "main", bare)
 	seed := filepath.Join(root, "seed")
-	gitlogGit(t, root, "clone", "-q", bare, seed)
+	gitcli.Run(t, root, "clone", "-q", bare, seed)
 	gitlogWrite(t, seed, "pem.yaml", "format: 1\n")
 	gitlogWrite(t, seed, "facts/a.example/one.yaml", "v1\n")
 	gitlogCommit(t, seed, "init", 0)
-	gitlogGit(t, seed, "push", "-q", "origin", "main")
+	gitcli.Run(t, seed, "push", "-q", "origin", "main")
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
-	gitlogGit(t, root, "clone", "-q", bare, a)
-	gitlogGit(t, root, "clone", "-q", bare, b)
+	gitcli.Run(t, root, "clone", "-q", bare, a)
+	gitcli.Run(t, root, "clone", "-q", bare, b)
 	now := func() time.Time { return time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC) }
 	opt := gitrepo.SyncOptions{Now: now, TracesDir: store.TracesDir, TraceExt: store.TraceExt}
 
@@ -290,7 +292,7 @@ func TestSync(t *testing.T) {
 		t.Fatalf("B's sync: %+v", res)
 	}
 	gitlogStatusClean(t, b)
-	if got := gitlogGit(t, b, "log", "--format=%s", "-3"); got != "pem: add 1 trace(s)\nb: one trace by hand\npem: add 2 trace(s)" {
+	if got := gitcli.Run(t, b, "log", "--format=%s", "-3"); got != "pem: add 1 trace(s)\nb: one trace by hand\npem: add 2 trace(s)" {
 		t.Fatalf("B's history is not linear on top of A's:\n%s", got)
 	}
 
@@ -303,7 +305,7 @@ func TestSync(t *testing.T) {
 		t.Fatalf("A's second sync: %+v", res)
 	}
 	gitlogStatusClean(t, a)
-	if ha, hb, hr := gitlogGit(t, a, "rev-parse", "HEAD"), gitlogGit(t, b, "rev-parse", "HEAD"), gitlogGit(t, bare, "rev-parse", "main"); ha != hb || hb != hr {
+	if ha, hb, hr := gitcli.Run(t, a, "rev-parse", "HEAD"), gitcli.Run(t, b, "rev-parse", "HEAD"), gitcli.Run(t, bare, "rev-parse", "main"); ha != hb || hb != hr {
 		t.Fatalf("heads differ: a %s, b %s, remote %s", ha, hb, hr)
 	}
 	files := gitlogFiles(t, a)
@@ -321,8 +323,8 @@ func TestSync(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a, "traces/a.example/2026-01-02", fmt.Sprintf("01J%023d.yaml", 3))); err != nil {
 		t.Errorf("B's trace is not in A's working tree: %v", err)
 	}
-	gitlogGit(t, bare, "fsck", "--strict")
-	gitlogGit(t, a, "fsck", "--strict")
+	gitcli.Run(t, bare, "fsck", "--strict")
+	gitcli.Run(t, a, "fsck", "--strict")
 
 	// Nothing new anywhere: a no-op.
 	res, err = syncDir(ctx, a, opt)
@@ -337,12 +339,12 @@ func TestSync(t *testing.T) {
 	}
 	gitlogWrite(t, b, "facts/a.example/one.yaml", "v2 from b\n")
 	gitlogCommit(t, b, "pem: consolidate", 2)
-	before := gitlogGit(t, b, "rev-parse", "HEAD")
+	before := gitcli.Run(t, b, "rev-parse", "HEAD")
 	_, err = syncDir(ctx, b, opt)
 	if !errors.Is(err, gitrepo.ErrNotAddOnly) || !strings.Contains(err.Error(), "facts/a.example/one.yaml") || !strings.Contains(err.Error(), "pull request") {
 		t.Fatalf("non-add-only sync: %v", err)
 	}
-	if after := gitlogGit(t, b, "rev-parse", "HEAD"); after != before {
+	if after := gitcli.Run(t, b, "rev-parse", "HEAD"); after != before {
 		t.Fatalf("a refused sync moved HEAD")
 	}
 	gitlogStatusClean(t, b)
@@ -354,16 +356,16 @@ func TestSyncProtectsLocalEdits(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	bare := filepath.Join(root, "shared.git")
-	gitlogGit(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	gitcli.Run(t, root, "init", "-q", "--bare", "-b", "main", bare)
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
-	gitlogGit(t, root, "clone", "-q", bare, a)
+	gitcli.Run(t, root, "clone", "-q", bare, a)
 	gitlogWrite(t, a, "facts/a.example/one.yaml", "v1\n")
 	gitlogCommit(t, a, "init", 0)
-	gitlogGit(t, a, "push", "-q", "origin", "main")
-	gitlogGit(t, root, "clone", "-q", bare, b)
+	gitcli.Run(t, a, "push", "-q", "origin", "main")
+	gitcli.Run(t, root, "clone", "-q", bare, b)
 	gitlogWrite(t, a, "facts/a.example/one.yaml", "v2\n")
 	gitlogCommit(t, a, "edit", 1)
-	gitlogGit(t, a, "push", "-q", "origin", "main")
+	gitcli.Run(t, a, "push", "-q", "origin", "main")
 	gitlogWrite(t, b, "facts/a.example/one.yaml", "my uncommitted edit\n")
 	_, err := syncDir(ctx, b, gitrepo.SyncOptions{TracesDir: store.TracesDir, TraceExt: store.TraceExt})
 	if err == nil || !strings.Contains(err.Error(), "local changes") {
@@ -380,9 +382,9 @@ func TestSyncEmptyRemote(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	bare := filepath.Join(root, "shared.git")
-	gitlogGit(t, root, "init", "-q", "--bare", "-b", "main", bare)
+	gitcli.Run(t, root, "init", "-q", "--bare", "-b", "main", bare)
 	a := filepath.Join(root, "a")
-	gitlogGit(t, root, "clone", "-q", bare, a)
+	gitcli.Run(t, root, "clone", "-q", bare, a)
 	gitlogWrite(t, a, "pem.yaml", "format: 1\n")
 	gitlogCommit(t, a, "init", 0)
 	gitlogTrace(t, a, "a.example", 1)
@@ -393,7 +395,7 @@ func TestSyncEmptyRemote(t *testing.T) {
 	if !res.Pushed || res.Committed != 1 {
 		t.Fatalf("%+v", res)
 	}
-	if got := gitlogGit(t, bare, "rev-parse", "main"); got != res.Head {
+	if got := gitcli.Run(t, bare, "rev-parse", "main"); got != res.Head {
 		t.Fatalf("remote main = %s, want %s", got, res.Head)
 	}
 }
@@ -449,18 +451,18 @@ func TestHistoryPacked(t *testing.T) {
 	if len(loose) != 12 {
 		t.Fatalf("loose log has %d entries", len(loose))
 	}
-	gitlogGit(t, repo, "repack", "-adfq", "--depth=50", "--window=50")
-	gitlogGit(t, repo, "prune-packed")
-	if out := gitlogGit(t, repo, "count-objects", "-v"); !strings.Contains(out, "count: 0") {
+	gitcli.Run(t, repo, "repack", "-adfq", "--depth=50", "--window=50")
+	gitcli.Run(t, repo, "prune-packed")
+	if out := gitcli.Run(t, repo, "count-objects", "-v"); !strings.Contains(out, "count: 0") {
 		t.Fatalf("objects still loose:\n%s", out)
 	}
-	if vp := gitlogGit(t, repo, "verify-pack", "-v", gitlogGlob(t, filepath.Join(repo, ".git/objects/pack/*.idx"))); !strings.Contains(vp, "chain length = 2") {
+	if vp := gitcli.Run(t, repo, "verify-pack", "-v", gitlogGlob(t, filepath.Join(repo, ".git/objects/pack/*.idx"))); !strings.Contains(vp, "chain length = 2") {
 		t.Fatalf("the pack has no delta chains, the test proves little:\n%s", vp[len(vp)-300:])
 	}
 	if packed := logOf(); !reflect.DeepEqual(packed, loose) {
 		t.Fatalf("packed log differs:\n%s\nloose:\n%s", strings.Join(packed, "\n"), strings.Join(loose, "\n"))
 	}
-	gitlogGit(t, repo, "commit-graph", "write", "--reachable")
+	gitcli.Run(t, repo, "commit-graph", "write", "--reachable")
 	if _, err := os.Stat(filepath.Join(repo, ".git/objects/info/commit-graph")); err != nil {
 		t.Fatal(err)
 	}

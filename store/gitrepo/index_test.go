@@ -38,18 +38,18 @@ func decodeIndex(t *testing.T, file string) *index.Index {
 func TestRawIndexMatchesCodec(t *testing.T) {
 	ctx := context.Background()
 	repo := t.TempDir()
-	gitRun(t, repo, "init", "-q", "-b", "main")
+	gitcli.Run(t, repo, "init", "-q", "-b", "main")
 	for _, p := range []string{"a.yaml", "d/b.yaml", "d/c.yaml", "gone.yaml", "other.txt", "z/deep/e.yaml"} {
 		writeFile(t, repo, p, "v1 "+p+"\n")
 	}
-	gitRun(t, repo, "add", "-A")
-	gitRun(t, repo, "commit", "-q", "-m", "base")
+	gitcli.Run(t, repo, "add", "-A")
+	gitcli.Run(t, repo, "commit", "-q", "-m", "base")
 	// A version-3 entry (intent to add), an unrelated staged change, and an
 	// index written by git with its extensions (TREE).
 	writeFile(t, repo, "ita.yaml", "intent\n")
-	gitRun(t, repo, "add", "-N", "ita.yaml")
+	gitcli.Run(t, repo, "add", "-N", "ita.yaml")
 	writeFile(t, repo, "other.txt", "staged elsewhere\n")
-	gitRun(t, repo, "add", "other.txt")
+	gitcli.Run(t, repo, "add", "other.txt")
 	if v := decodeIndex(t, filepath.Join(repo, ".git", "index")).Version; v != 3 {
 		t.Fatalf("setup: index version %d, want 3", v)
 	}
@@ -112,14 +112,14 @@ func TestRawIndexMatchesCodec(t *testing.T) {
 	if _, err := commitDir(ctx, repo, paths, "change", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
 	}
-	if st := gitRun(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "M  other.txt" {
+	if st := gitcli.Run(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "M  other.txt" {
 		t.Fatalf("git status after commit = %q, want only the unrelated staged change", st)
 	}
-	if got := gitRun(t, repo, "show", "--name-status", "--format=", "HEAD"); got != strings.Join([]string{
+	if got := gitcli.Run(t, repo, "show", "--name-status", "--format=", "HEAD"); got != strings.Join([]string{
 		"M\ta.yaml", "A\td/0.yaml", "D\tgone.yaml", "A\tita.yaml", "A\tnew/x.yaml"}, "\n") {
 		t.Fatalf("commit holds:\n%s", got)
 	}
-	gitRun(t, repo, "fsck", "--strict", "--no-dangling")
+	gitcli.Run(t, repo, "fsck", "--strict", "--no-dangling")
 }
 
 // TestRawIndexConflictAndFallback: committing a path with conflict stages
@@ -129,31 +129,31 @@ func TestRawIndexMatchesCodec(t *testing.T) {
 func TestRawIndexConflictAndFallback(t *testing.T) {
 	ctx := context.Background()
 	repo := t.TempDir()
-	gitRun(t, repo, "init", "-q", "-b", "main")
+	gitcli.Run(t, repo, "init", "-q", "-b", "main")
 	writeFile(t, repo, "f.yaml", "base\n")
 	writeFile(t, repo, "g.yaml", "g\n")
-	gitRun(t, repo, "add", "-A")
-	gitRun(t, repo, "commit", "-q", "-m", "base")
-	gitRun(t, repo, "checkout", "-q", "-b", "side")
+	gitcli.Run(t, repo, "add", "-A")
+	gitcli.Run(t, repo, "commit", "-q", "-m", "base")
+	gitcli.Run(t, repo, "checkout", "-q", "-b", "side")
 	writeFile(t, repo, "f.yaml", "side\n")
-	gitRun(t, repo, "commit", "-q", "-am", "side")
-	gitRun(t, repo, "checkout", "-q", "main")
+	gitcli.Run(t, repo, "commit", "-q", "-am", "side")
+	gitcli.Run(t, repo, "checkout", "-q", "main")
 	writeFile(t, repo, "f.yaml", "main\n")
-	gitRun(t, repo, "commit", "-q", "-am", "main")
+	gitcli.Run(t, repo, "commit", "-q", "-am", "main")
 	cmd := []string{"merge", "-q", "side"}
-	if out, err := gitCmd(repo, cmd...); err == nil {
+	if out, err := gitcli.Output(repo, cmd...); err == nil {
 		t.Fatalf("setup: the merge should conflict:\n%s", out)
 	}
 	writeFile(t, repo, "f.yaml", "resolved\n")
 	if _, err := commitDir(ctx, repo, []string{"f.yaml"}, "resolve", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
 	}
-	if st := gitRun(t, repo, "ls-files", "--unmerged"); st != "" {
+	if st := gitcli.Run(t, repo, "ls-files", "--unmerged"); st != "" {
 		t.Fatalf("conflict stages left:\n%s", st)
 	}
 	assertSynced(t, repo)
 
-	gitRun(t, repo, "update-index", "--index-version", "4")
+	gitcli.Run(t, repo, "update-index", "--index-version", "4")
 	writeFile(t, repo, "g.yaml", "g2\n")
 	if _, err := commitDir(ctx, repo, []string{"g.yaml"}, "v4", Signature{Name: "t", Email: "t@t"}); err != nil {
 		t.Fatal(err)
@@ -165,12 +165,10 @@ func TestRawIndexConflictAndFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gitRun(t, repo, "update-index", "--index-version", "2")
+	gitcli.Run(t, repo, "update-index", "--index-version", "2")
 	b, _ = os.ReadFile(file)
 	b[len(b)/2] ^= 0xff
 	if _, _, err := parseIndex(b); err == nil || errors.Is(err, errIndexFallback) {
 		t.Fatalf("corrupt index: err = %v, want a checksum error", err)
 	}
 }
-
-var gitCmd = gitcli.Output

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"os"
 	"testing"
+
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
 func TestJournaledSeries(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitcli.Run(t, dir, "init", "-q", "-b", "main")
 	writeFile(t, dir, "a.yaml", "a\n")
 	if _, err := commitDir(ctx, dir, []string{"a.yaml"}, "a", testSig); err != nil {
 		t.Fatal(err)
@@ -49,7 +51,7 @@ func TestJournaledSeries(t *testing.T) {
 	if err != nil || !found || len(hs) != 2 || hs[0] == "" || hs[1] != "" {
 		t.Fatalf("RecoverSeries = %v, %v, %v; want one commit", hs, found, err)
 	}
-	if s := gitRun(t, dir, "log", "-1", "--format=%s"); s != "b and c" {
+	if s := gitcli.Run(t, dir, "log", "-1", "--format=%s"); s != "b and c" {
 		t.Fatalf("HEAD is %q", s)
 	}
 	if _, err := os.Stat(r2.JournalPath("test")); !errors.Is(err, os.ErrNotExist) {

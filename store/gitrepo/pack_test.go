@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
 // TestCommitWritesOnePack: a commit with many new objects writes them as one
@@ -17,10 +19,10 @@ import (
 func TestCommitWritesOnePack(t *testing.T) {
 	ctx := context.Background()
 	repo := t.TempDir()
-	gitRun(t, repo, "init", "-q", "-b", "main")
+	gitcli.Run(t, repo, "init", "-q", "-b", "main")
 	writeFile(t, repo, "seed.yaml", "seed\n")
-	gitRun(t, repo, "add", "-A")
-	gitRun(t, repo, "commit", "-q", "-m", "seed")
+	gitcli.Run(t, repo, "add", "-A")
+	gitcli.Run(t, repo, "commit", "-q", "-m", "seed")
 	loose := func() int {
 		n := 0
 		dirs, _ := filepath.Glob(filepath.Join(repo, ".git", "objects", "??"))
@@ -53,14 +55,14 @@ func TestCommitWritesOnePack(t *testing.T) {
 	if len(packs) != 1 {
 		t.Fatalf("packs: %v", packs)
 	}
-	out := gitRun(t, repo, "verify-pack", "-v", packs[0])
+	out := gitcli.Run(t, repo, "verify-pack", "-v", packs[0])
 	if !strings.Contains(out, "blob") || !strings.Contains(out, "tree") || !strings.Contains(out, "commit") {
 		t.Fatalf("verify-pack:\n%s", out)
 	}
 	assertClean(t, repo)
 	for _, i := range []int{0, 1, 17, 199} {
 		p := fmt.Sprintf("traces/d%d/day/%03d.yaml", i%7, i)
-		if got, want := gitRun(t, repo, "cat-file", "-p", "HEAD:"+p), strings.TrimSpace(strings.Repeat(fmt.Sprintf("line %d\n", i), i%40)); got != want {
+		if got, want := gitcli.Run(t, repo, "cat-file", "-p", "HEAD:"+p), strings.TrimSpace(strings.Repeat(fmt.Sprintf("line %d\n", i), i%40)); got != want {
 			t.Fatalf("%s in the pack = %q, want %q", p, got, want)
 		}
 	}
@@ -106,7 +108,7 @@ func TestCommitWritesOnePack(t *testing.T) {
 func TestHandleReadsThePacksItWrites(t *testing.T) {
 	ctx := context.Background()
 	repo := t.TempDir()
-	gitRun(t, repo, "init", "-q", "-b", "main")
+	gitcli.Run(t, repo, "init", "-q", "-b", "main")
 	r, err := Open(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +142,7 @@ func TestHandleReadsThePacksItWrites(t *testing.T) {
 		}
 		last = c
 	}
-	if head := gitRun(t, repo, "rev-parse", "HEAD"); head != last {
+	if head := gitcli.Run(t, repo, "rev-parse", "HEAD"); head != last {
 		t.Fatalf("HEAD %s, want %s", head, last)
 	}
 	if packs, _ := filepath.Glob(filepath.Join(repo, ".git", "objects", "pack", "pack-*.idx")); len(packs) != 3 {

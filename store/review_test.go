@@ -1,0 +1,115 @@
+package store_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+)
+
+func TestPlaceOf(t *testing.T) {
+	ref := engine.TraceRef{Domain: "example.com", Day: "2026-03-01", ID: "01J00000000000000000000001"}
+	cases := []struct {
+		rel  string
+		want store.Place
+	}{
+		{store.TracePath(ref), store.Place{Top: store.TracesDir, Kind: store.KindTrace, Domain: "example.com", Ref: ref}},
+		{store.FactsPath("example.com", "find-stars"), store.Place{Top: store.FactsDir, Kind: store.KindFacts, Domain: "example.com", Key: "find-stars"}},
+		{store.ExperiencePath("example.com", "find-stars"), store.Place{Top: store.ExperienceDir, Kind: store.KindExperience, Domain: "example.com", Key: "find-stars"}},
+		{store.ConfigFile, store.Place{Kind: store.KindConfig}},
+		{"facts/example.com/notes.txt", store.Place{Top: store.FactsDir}},
+		{"experience/example.com", store.Place{Top: store.ExperienceDir}},
+		{"traces/x.yaml", store.Place{Top: store.TracesDir}},
+		{"facts", store.Place{}},
+		{"README.md", store.Place{}},
+		{"docs/facts/a/b.yaml", store.Place{}},
+	}
+	for _, c := range cases {
+		if got := store.PlaceOf(c.rel); got != c.want {
+			t.Errorf("PlaceOf(%q) = %+v, want %+v", c.rel, got, c.want)
+		}
+	}
+}
+
+func TestEntryPaths(t *testing.T) {
+	cases := map[string][]string{
+		"":                        {"facts"},
+		"WWW.Example.com":         {"facts/example.com", "experience/example.com"},
+		"example.com/":            {"facts/example.com", "experience/example.com"},
+		"example.com/find-stars":  {"facts/example.com/find-stars.yaml", "experience/example.com/find-stars.yaml"},
+		"example.com/Find Stars!": {store.FactsPath("example.com", engine.IntentKey("Find Stars!")), store.ExperiencePath("example.com", engine.IntentKey("Find Stars!"))},
+	}
+	for arg, want := range cases {
+		if got, err := store.EntryPaths(arg); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("EntryPaths(%q) = %q, %v; want %q", arg, got, err, want)
+		}
+	}
+	if _, err := store.EntryPaths("exa mple/x"); err == nil {
+		t.Error("a bad domain is accepted")
+	}
+}
+
+func reviewFacts(t *testing.T, status engine.Status, primary string) []byte {
+	t.Helper()
+	f := &engine.Facts{Format: 1, Domain: "example.com", Intent: "find stars", IntentKey: "find-stars", Status: status,
+		Selectors: map[string]engine.Selector{"stars": {Primary: primary}}}
+	data, err := store.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestCheckFrozen(t *testing.T) {
+	rel := store.FactsPath("example.com", "find-stars")
+	verified, candidate := reviewFacts(t, engine.Verified, "#stars"), reviewFacts(t, engine.Candidate, "#stars")
+	edited := reviewFacts(t, engine.Verified, "#stars-renamed")
+	read := func(data []byte) func() ([]byte, error) { return func() ([]byte, error) { return data, nil } }
+	noRead := func() ([]byte, error) {
+		t.Error("the new version is read although the old one is not verified")
+		return nil, nil
+	}
+
+	if p, err := store.CheckFrozen(rel, "c1", verified, read(edited)); err != nil || p == nil || p.Kind != engine.CheckFrozen || p.Commit != "c1" {
+		t.Errorf("an edit of verified content: %+v %v", p, err)
+	}
+	if p, err := store.CheckFrozen(rel, "c1", verified, read(nil)); err != nil || p == nil || !strings.Contains(p.Msg, "deleted") {
+		t.Errorf("a deleted verified entry: %+v %v", p, err)
+	}
+	if p, _ := store.CheckFrozen(rel, "c1", verified, read(reviewFacts(t, engine.Contested, "#stars"))); p != nil {
+		t.Errorf("a lifecycle change is reported: %+v", p)
+	}
+	if p, _ := store.CheckFrozen(rel, "c1", candidate, noRead); p != nil {
+		t.Errorf("a candidate is frozen: %+v", p)
+	}
+	if p, _ := store.CheckFrozen(rel, "c1", nil, noRead); p != nil {
+		t.Errorf("a new file is reported: %+v", p)
+	}
+	if p, _ := store.CheckFrozen(rel, "c1", []byte("status: [unclosed\n"), noRead); p != nil {
+		t.Errorf("an unreadable old version is reported: %+v", p)
+	}
+	if p, _ := store.CheckFrozen(rel, "c1", verified, read([]byte("status: [unclosed\n"))); p != nil {
+		t.Errorf("an unreadable new version is reported as frozen: %+v", p)
+	}
+	boom := errors.New("boom")
+	if _, err := store.CheckFrozen(rel, "c1", verified, func() ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Errorf("a read error is lost: %v", err)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	read := func(data []byte) func(int) ([]byte, error) { return func(int) ([]byte, error) { return data, nil } }
+	rel := store.FactsPath("example.com", "find-stars")
+	if got := store.Describe(rel, read(reviewFacts(t, engine.Verified, "#stars"))); !strings.HasPrefix(got, "status verified, revision r") {
+		t.Errorf("facts: %q", got)
+	}
+	if got := store.Describe(rel, read([]byte("status: [\n"))); !strings.HasPrefix(got, "unreadable: ") {
+		t.Errorf("unreadable facts: %q", got)
+	}
+	if got := store.Describe("traces/example.com/2026-03-01/x.yaml", read(nil)); got != "" {
+		t.Errorf("a trace: %q", got)
+	}
+}
