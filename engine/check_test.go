@@ -153,7 +153,7 @@ func TestCheckSecretsEveryLine(t *testing.T) {
 	seen := make([]bool, n+1)
 	for _, p := range got {
 		var line int
-		if _, err := fmt.Sscanf(p.Msg, "line %d holds a password assignment:", &line); err != nil || line < 1 || line > n || seen[line] {
+		if _, err := fmt.Sscanf(p.Msg, "line %d holds a credential parameter:", &line); err != nil || line < 1 || line > n || seen[line] {
 			t.Fatalf("bad or repeated problem: %q (%v)", p.Msg, err)
 		}
 		seen[line] = true
