@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // Exit codes. This table is the one place errors become exit codes; scripts
@@ -25,6 +26,8 @@ import (
 //	6   a corrupt file in the tree
 //	7   an unsafe path: a name that would leave the tree, a symlink
 //	8   frozen: the change would alter a verified facts entry
+//	75  contended: pem sync lost the push to another writer on every try;
+//	    nothing is lost, run it again (75 is sysexits' EX_TEMPFAIL)
 //	130 cancelled (SIGINT or SIGTERM)
 const (
 	exitOK        = 0
@@ -36,6 +39,7 @@ const (
 	exitCorrupt   = 6
 	exitUnsafe    = 7
 	exitFrozen    = 8
+	exitContended = 75 // pem sync (gitrepo.ErrContended)
 	exitCancelled = 130
 )
 
@@ -54,6 +58,7 @@ var exitCodes = []struct {
 	{isAny(engine.ErrCorrupt), exitCorrupt, "fix or remove the file named above; the rest of the tree is unaffected"},
 	{isAny(engine.ErrFrozen), exitFrozen, "verified entries change only through a new revision proposed by 'pem deep-learn'"},
 	{isAny(engine.ErrNotFound), exitNotFound, "check the name with 'pem experience list'"},
+	{isAny(gitrepo.ErrContended), exitContended, "run 'pem sync' again, now or later"},
 	{isAny(engine.ErrBadTrace), exitUsage, "fix the trace JSON: its fields are listed by 'pem experience save --help'"},
 	{isAny(engine.ErrBadPatch), exitUsage, "fix the facts patch: its keys are listed by 'pem experience save --help'"},
 	{isUsage, exitUsage, "run the command with --help for usage"},
