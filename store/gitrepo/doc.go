@@ -18,8 +18,10 @@
 //   - the history: diffs, the log of an entry, the walk pem check makes,
 //     read level by level by tree hash and straight from the pack files,
 //     delta chains included (History, history.go);
-//   - pem sync (Sync) and the merge driver's registration
-//     (InstallMergeDriver), and Init, which makes a tree a repository;
+//   - pem sync (Sync: add-only commits replayed onto the remote head, a
+//     lost push retried with backoff, syncretry.go) and the merge driver's
+//     registration (InstallMergeDriver), and Init, which makes a tree a
+//     repository;
 //   - StatePath: where pem keeps state that git must never see (the
 //     consolidation cache, the journal, the commit owner's pid).
 //
