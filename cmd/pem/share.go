@@ -193,7 +193,7 @@ func newSyncCmd() *cli.Command {
 			"more (a local consolidation, a hand edit) are refused with what to do: open a pull request, or\n" +
 			"'git pull' (pem's merge driver merges experience/ and facts/) and 'git push'.\n\n" +
 			"A push that another writer won (the branch moved, a ref lock, 'failed to update ref') is retried: fetch,\n" +
-			"replay, push again, up to 12 tries, with random pauses whose cap starts at 50 ms (or the lost try's\n" +
+			"replay, push again, up to 16 tries, with random pauses whose cap starts at 50 ms (or the lost try's\n" +
 			"duration) and doubles up to 8 s. If every try loses, sync exits 75 (contended): nothing is lost, your\n" +
 			"commits stay on the branch; run it again. A remote that refuses the push (credentials, permissions, a\n" +
 			"hook) is not retried and exits 1 with the remote's reason; an unknown REMOTE exits 2.",

@@ -158,7 +158,7 @@ func filterSuffix(list []string, suffix string) []string {
 // without "report it"; an unknown remote is a usage error.
 func TestSyncExitCodes(t *testing.T) {
 	var errb strings.Builder
-	lost := fmt.Errorf("sync of k: sync: pushing main to origin: %w 12 times in a row (last: command error on refs/heads/main: failed to update ref); nothing is lost: your commits stay on main", gitrepo.ErrContended)
+	lost := fmt.Errorf("sync of k: sync: pushing main to origin: %w 16 times in a row (last: command error on refs/heads/main: failed to update ref); nothing is lost: your commits stay on main", gitrepo.ErrContended)
 	if code := report(&errb, lost); code != 75 {
 		t.Fatalf("a contended sync exits %d, want %d", code, exitContended)
 	}
