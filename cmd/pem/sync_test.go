@@ -21,8 +21,9 @@ import (
 // remote, the remote's history is linear and git fsck is clean.
 //
 // The remote takes one push at a time, so the test lasts about as long as
-// all the pushes one after the other: 6x20 took 90-107 s on a 2-core machine
-// at load 21 (every sync exited 0), so the default is 6 clones x 8 saves
+// all the pushes one after the other: 6x20 took 90-127 s on a 2-core machine
+// at load 17-21 and 27 s at load 2 (every sync exited 0 in each of four
+// runs), so the default is 6 clones x 8 saves
 // (-short: 3x5). The size: PEM_SYNC_RACE=6x20 (CLONESxSAVES).
 func TestSyncRace(t *testing.T) {
 	clones, saves := 6, 8
