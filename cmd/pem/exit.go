@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // Exit codes. This table is the one place errors become exit codes; scripts
@@ -30,6 +31,8 @@ import (
 //	11  git unavailable: no git repository for the tree, or the git program missing
 //	12  Chromium missing: install it or set PEM_CHROME
 //	13  the remote refused or could not be reached (authentication, permission, a rejected push, the network)
+//	75  contended: pem sync lost the push to another writer on every try;
+//	    nothing is lost, run it again (75 is sysexits' EX_TEMPFAIL)
 //	130 cancelled (SIGINT or SIGTERM)
 //
 // 9 to 13 are the environment's, not pem's: their messages say what to do,
@@ -49,6 +52,7 @@ const (
 	exitNoGit     = 11
 	exitNoBrowser = 12
 	exitRemote    = 13
+	exitContended = 75 // pem sync (gitrepo.ErrContended)
 	exitCancelled = 130
 )
 
@@ -69,6 +73,7 @@ var exitCodes = []struct {
 	{isAny(engine.ErrContradicts), exitFrozen, "a verdict is immutable: judge a newer run instead"},
 	{isAny(engine.ErrUnknownTrace), exitNotFound, "give the id that pem experience save printed (\"id\"), or a trace file's name"},
 	{isAny(engine.ErrNotFound), exitNotFound, "check the name with 'pem experience list'"},
+	{isAny(gitrepo.ErrContended), exitContended, "run 'pem sync' again, now or later"},
 	{isAny(engine.ErrBadTrace), exitUsage, "fix the trace JSON: its fields are listed by 'pem experience save --help'"},
 	{isAny(engine.ErrBadPatch), exitUsage, "fix the facts patch: its keys are listed by 'pem experience save --help'"},
 	{isUsage, exitUsage, "run the command with --help for usage"},

@@ -42,7 +42,7 @@ func isNoChromium(err error) bool {
 // isRemoteRefused: the remote said no (authentication, permission, no such
 // repository, a rejected push) or could not be reached.
 func isRemoteRefused(err error) bool {
-	if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) ||
+	if errors.Is(err, gitrepo.ErrRemoteRefused) || errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) ||
 		errors.Is(err, transport.ErrRepositoryNotFound) || errors.Is(err, transport.ErrInvalidAuthMethod) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
 		return true

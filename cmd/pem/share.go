@@ -94,7 +94,12 @@ func newSyncCmd() *cli.Command {
 		Description: "REMOTE defaults to origin; the branch is the current one. Local commits that only add traces are\n" +
 			"re-applied onto the remote head (they cannot conflict), so sync never merges. Commits that change\n" +
 			"more (a local consolidation, a hand edit) are refused with what to do: open a pull request, or\n" +
-			"'git pull' (pem's merge driver merges experience/ and facts/) and 'git push'.",
+			"'git pull' (pem's merge driver merges experience/ and facts/) and 'git push'.\n\n" +
+			"A push that another writer won (the branch moved, a ref lock, 'failed to update ref') is retried: fetch,\n" +
+			"replay, push again, up to 16 tries, with random pauses whose cap starts at 50 ms (or the lost try's\n" +
+			"duration) and doubles up to 8 s. If every try loses, sync exits 75 (contended): nothing is lost, your\n" +
+			"commits stay on the branch; run it again. A remote that refuses the push (credentials, permissions, a\n" +
+			"hook) is not retried and exits 1 with the remote's reason; an unknown REMOTE exits 2.",
 		Action: runSync,
 	}
 }
@@ -107,8 +112,11 @@ func runSync(c *cli.Context) error {
 	sig := gitrepo.DefaultSignature()
 	res, err := syncTree(c.Context, dir, gitrepo.SyncOptions{Remote: c.Args().First(), Name: sig.Name, Email: sig.Email,
 		TracesDir: store.TracesDir, TraceExt: store.TraceExt})
-	if errors.Is(err, gitrepo.ErrNotAddOnly) {
+	switch {
+	case errors.Is(err, gitrepo.ErrNotAddOnly):
 		return cli.Exit(err.Error(), exitInternal)
+	case errors.Is(err, gitrepo.ErrNoRemote):
+		return usagef("%w", err)
 	}
 	if err != nil {
 		return fmt.Errorf("sync of %s: %w", dir, err)
@@ -124,6 +132,9 @@ func runSync(c *cli.Context) error {
 	}
 	if res.Pushed {
 		fmt.Fprint(w, ", pushed")
+		if res.Retries > 0 {
+			fmt.Fprintf(w, " (after %d push(es) lost to another writer)", res.Retries)
+		}
 	} else {
 		fmt.Fprint(w, ", nothing to push")
 	}

@@ -20,8 +20,10 @@
 //     every change a commit introduced within REV ^X bounds: review.go),
 //     read level by level by tree hash and straight from the pack files,
 //     delta chains included (History, history.go);
-//   - pem sync (Sync) and the merge driver's registration
-//     (InstallMergeDriver), and Init, which makes a tree a repository;
+//   - pem sync (Sync: add-only commits replayed onto the remote head, a
+//     lost push retried with backoff, syncretry.go) and the merge driver's
+//     registration (InstallMergeDriver), and Init, which makes a tree a
+//     repository;
 //   - StatePath: where pem keeps state that git must never see (the
 //     consolidation cache, the journal, the commit owner's pid, the commit
 //     pem check last passed: Remember, Remembered).

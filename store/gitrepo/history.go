@@ -704,6 +704,18 @@ type SyncOptions struct {
 	// TracesDir and TraceExt name the tree's trace files (store.TracesDir,
 	// store.TraceExt): the only files Sync commits and replays. Required.
 	TracesDir, TraceExt string
+
+	// A push lost to another writer is retried (syncretry.go): Tries in all
+	// (default SyncTries), pausing before each retry a random duration up to
+	// a cap that starts at Backoff (or the lost try's duration, if longer)
+	// and doubles up to MaxBackoff (defaults SyncBackoff, SyncMaxBackoff).
+	// Rand returns a uniform int64 in [0, n) (default math/rand/v2.Int64N)
+	// and Sleep waits or returns ctx's error (default a timer): injected so
+	// tests are deterministic.
+	Tries               int
+	Backoff, MaxBackoff time.Duration
+	Rand                func(n int64) int64
+	Sleep               func(ctx context.Context, d time.Duration) error
 }
 
 // SyncResult says what Sync did.
@@ -713,6 +725,7 @@ type SyncResult struct {
 	Replayed      int    // local commits re-applied onto the remote head
 	FastForwarded bool   // the remote had commits the local branch took
 	Pushed        bool   // the remote branch moved
+	Retries       int    // pushes lost to another writer, then replayed and retried
 	Head          string // the branch's commit afterwards
 }
 
@@ -725,7 +738,10 @@ var ErrNotAddOnly = errors.New("local commits change more than traces")
 // remote's branch of the same name, re-applies the local commits that only
 // add traces onto the remote head (they only add files with unique names, so
 // this cannot conflict), updates the working tree with what the remote
-// brought, and pushes. A push that loses a race is retried from the fetch.
+// brought, and pushes. A push that loses a race (see lostRace) is retried
+// from the fetch with backoff; when every try lost, Sync returns ErrContended
+// and the local commits stay. A remote that refuses (authentication, a hook,
+// permissions) returns ErrRemoteRefused, not retried.
 // Local commits that change anything else (a local consolidation, an edit)
 // return ErrNotAddOnly naming them: push a branch and open a pull request, or
 // merge with git, where pem's merge driver resolves experience/ and facts/.
@@ -750,7 +766,7 @@ func (R *Repo) Sync(ctx context.Context, opt SyncOptions) (*SyncResult, error) {
 		return nil, err
 	}
 	if _, err := h.repo.Remote(opt.Remote); err != nil {
-		return nil, fmt.Errorf("sync: no remote %q in %s: add one with 'git remote add %s URL'", opt.Remote, h.root, opt.Remote)
+		return nil, fmt.Errorf("sync: %w %q in %s: add one with 'git remote add %s URL'", ErrNoRemote, opt.Remote, h.root, opt.Remote)
 	}
 	head, err := h.repo.Storer.Reference(plumbing.HEAD)
 	if err != nil {
@@ -768,18 +784,44 @@ func (R *Repo) Sync(ctx context.Context, opt SyncOptions) (*SyncResult, error) {
 	}
 	res.Committed = n
 
-	for attempt := 0; ; attempt++ {
+	retry := newSyncRetry(opt)
+	lastPush := R.StatePath(lastPushFile)
+	// Durations are measured on the machine's clock, not opt.Now (commit times).
+	lastEnd, lastTook := readLastPush(lastPush)
+	if d := retry.yield(time.Now(), lastEnd, lastTook); d > 0 {
+		if err := retry.sleep(ctx, d); err != nil {
+			return res, fmt.Errorf("sync: waiting to push %s to %s: %w", branch.Short(), opt.Remote, err)
+		}
+	}
+	for try := 1; ; try++ {
+		t0 := time.Now()
 		err := h.syncOnce(ctx, branch, opt, res)
 		if err == nil {
+			if res.Pushed {
+				writeLastPush(lastPush, time.Now(), time.Since(t0))
+			}
 			return res, nil
 		}
-		if attempt < 4 && (errors.Is(err, git.ErrForceNeeded) || errors.Is(err, git.ErrNonFastForwardUpdate) ||
-			strings.Contains(err.Error(), "non-fast-forward")) {
-			continue // someone pushed between our fetch and push
+		var lost *lostPush
+		if !errors.As(err, &lost) {
+			return res, err
 		}
-		return res, err
+		if try == retry.tries {
+			return res, fmt.Errorf("sync: pushing %s to %s: %w %d times in a row (last: %v); nothing is lost: your commits stay on %s, replayed onto the remote's head",
+				branch.Short(), opt.Remote, ErrContended, try, lost.err, branch.Short())
+		}
+		res.Retries++
+		if err := retry.sleep(ctx, retry.delay(try, time.Since(t0))); err != nil {
+			return res, fmt.Errorf("sync: waiting to push %s to %s again: %w", branch.Short(), opt.Remote, err)
+		}
 	}
 }
+
+// lostPush is a push another writer won: syncOnce's signal to try again.
+type lostPush struct{ err error }
+
+func (l *lostPush) Error() string { return "lost the push race: " + l.err.Error() }
+func (l *lostPush) Unwrap() error { return l.err }
 
 func (h *History) syncOnce(ctx context.Context, branch plumbing.ReferenceName, opt SyncOptions, res *SyncResult) error {
 	remoteRef := plumbing.NewRemoteReferenceName(opt.Remote, branch.Short())
@@ -793,6 +835,9 @@ func (h *History) syncOnce(ctx context.Context, branch plumbing.ReferenceName, o
 		if strings.Contains(err.Error(), "couldn't find remote ref") {
 			empty = true
 		} else {
+			if refused(err) {
+				return fmt.Errorf("sync: fetching %s from %s: %w: %w", branch.Short(), opt.Remote, ErrRemoteRefused, err)
+			}
 			return fmt.Errorf("sync: fetching %s from %s: %w", branch.Short(), opt.Remote, err)
 		}
 	}
@@ -836,6 +881,12 @@ func (h *History) syncOnce(ctx context.Context, branch plumbing.ReferenceName, o
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
+	}
+	if lostRace(err) {
+		return &lostPush{err}
+	}
+	if err != nil && refused(err) {
+		return fmt.Errorf("sync: pushing %s to %s: %w: %w", branch.Short(), opt.Remote, ErrRemoteRefused, err)
 	}
 	if err != nil {
 		return fmt.Errorf("sync: pushing %s to %s: %w", branch.Short(), opt.Remote, err)
