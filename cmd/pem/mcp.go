@@ -58,18 +58,10 @@ func runMCP(c *cli.Context) error {
 		debug.SetGCPercent(400)
 	}
 	log := logger(c)
-	opts := &mcp.Options{Logger: log, MaxLineBytes: c.Int("max-line-bytes"), Version: buildVersion()}
+	opts := &mcp.Options{Logger: log, MaxLineBytes: c.Int("max-line-bytes"), Version: readBuildVersion().String()}
 	if mcpDeepLearn != nil {
 		opts.DeepLearn = mcpDeepLearn(c, e)
 	}
 	log.Info("pem mcp: serving on stdio", "knowledge", dir)
 	return mcp.Serve(c.Context, e, opts, c.App.Reader, c.App.Writer)
-}
-
-// buildVersion is the module version pem was built at ("dev" from a work tree).
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
