@@ -19,7 +19,7 @@
 //     read level by level by tree hash and straight from the pack files,
 //     delta chains included (History, history.go);
 //   - pem sync (Sync) and the merge driver's registration
-//     (InstallMergeDriver), and Init, which makes a tree a repository;
+//     (InstallMergeDriver; History.MergeDriver reads it back), and Init, which makes a tree a repository;
 //   - StatePath: where pem keeps state that git must never see (the
 //     consolidation cache, the journal, the commit owner's pid).
 //
