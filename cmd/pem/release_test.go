@@ -154,3 +154,51 @@ func TestRelease(t *testing.T) {
 		t.Errorf("pem-install.sh latest: %v\n%s", err, out2)
 	}
 }
+
+// TestModuleZipable: `go install github.com/pemdev/pem/cmd/pem@v…` needs the
+// module zip the proxy makes from the tag, and the go command refuses a zip
+// with two paths equal but for case or with a name Windows reserves
+// (golang.org/x/mod/module.CheckFilePath): either would break every
+// install. It also needs a go.mod without replace directives. Checked over
+// the files git tracks.
+func TestModuleZipable(t *testing.T) {
+	root := filepath.Join("..", "..")
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout)", err)
+	}
+	reserved := map[string]bool{"con": true, "prn": true, "aux": true, "nul": true}
+	for i := 1; i <= 9; i++ {
+		reserved[fmt.Sprintf("com%d", i)], reserved[fmt.Sprintf("lpt%d", i)] = true, true
+	}
+	seen := map[string]string{}
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if other, ok := seen[strings.ToLower(f)]; ok {
+			t.Errorf("%s and %s differ only in case: the module zip would be refused", other, f)
+		}
+		seen[strings.ToLower(f)] = f
+		for _, e := range strings.Split(f, "/") {
+			short, _, _ := strings.Cut(e, ".")
+			if reserved[strings.ToLower(short)] || strings.HasSuffix(e, ".") {
+				t.Errorf("%s: %q is a name Windows reserves: the module zip would be refused", f, e)
+			}
+			for _, r := range e {
+				if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&()+,-.=@[]^_{}~ ", r)) {
+					t.Errorf("%s: %q is not allowed in a module path", f, r)
+				}
+			}
+		}
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(mod), "module github.com/pemdev/pem\n") {
+		t.Errorf("go.mod does not start with the module path github.com/pemdev/pem")
+	}
+	for _, l := range strings.Split(string(mod), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "replace") {
+			t.Errorf("go.mod has %q: go install …@version refuses modules with replace directives", l)
+		}
+	}
+}
