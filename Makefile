@@ -4,6 +4,7 @@
 #   make test    install what the tests need (fresh Debian), vet, gofmt, the whole suite
 #   make build   bin/pem
 #   make bench   the benchmarks
+#   make release VERSION=v0.x.y   release archives and checksums in dist/
 #
 # Everything runs offline: no browser download (rod's is disabled), Debian's
 # Chromium, the Go module proxy for modules.
@@ -28,7 +29,7 @@ RACE_PKGS ?= engine engine/mcp store cmd/pem consolidate agent
 # warm rounds until the knowledge is verified and replays at P1 (round 6).
 DEMO_ROUNDS ?= 6
 
-.PHONY: all test deps vet fmt-check go-test build demo bench clean
+.PHONY: all test deps vet fmt-check go-test build demo bench release clean
 
 all: test
 
@@ -80,5 +81,11 @@ bench: build
 	$(GO) test -run '^$$' -bench . ./...
 	@if ./bin/pem bench --help >/dev/null 2>&1; then ./bin/pem bench; fi
 
+## release: static binaries for every platform, archived with SHA-256 checksums, in dist/
+## (PLATFORMS="linux/amd64" for one); .github/workflows/release.yml runs it on a tag
+release:
+	@if [ -z "$(VERSION)" ]; then echo "make: give the version: make release VERSION=v0.1.0" >&2; exit 2; fi
+	.github/scripts/release.sh $(VERSION) $(PLATFORMS)
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -47,6 +47,10 @@ func runInit(c *cli.Context) error {
 	if err := gitrepo.Init(c.Context, dir); err != nil {
 		return fmt.Errorf("creating git repository in %s: %w", dir, err)
 	}
+	driver, err := installMergeDriver(c.Context, dir)
+	if err != nil {
+		return fmt.Errorf("registering the merge driver for %s: %w", dir, err)
+	}
 	w := c.App.Writer
 	if created {
 		fmt.Fprintf(w, "created knowledge tree %s: %s\n", dir, strings.Join(store.InitFiles, ", "))
@@ -61,6 +65,7 @@ func runInit(c *cli.Context) error {
 	default:
 		fmt.Fprintf(w, "the tree is inside the git repository %s: the 'pem' merge driver is registered there; commit the new files with git\n", repoRoot)
 	}
+	fmt.Fprintf(w, "git runs %s for merges of facts/ and experience/ (after moving pem, run 'pem merge-driver --install')\n", driver)
 	if created {
 		fmt.Fprintf(w, "next: pem --knowledge %s experience save URL TRACE_JSON\n", dir)
 	}

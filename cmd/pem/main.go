@@ -50,6 +50,12 @@ const (
 	defaultKnowledgeDir = "knowledge"
 )
 
+func init() {
+	// pem --version: the line of version.go, no -v (pem has --verbose).
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version, the revision and the platform"}
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, c.App.Version) }
+}
+
 // commandMakers and subcommandMakers are filled by the init functions of the
 // command files. They hold constructors, not commands, so every run builds
 // fresh *cli.Command values (urfave/cli mutates them while running).
@@ -110,7 +116,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) (*cli.App, *string) {
 			},
 			&cli.BoolFlag{Name: flagVerbose, Usage: "log what pem does on stderr"},
 		},
-		HideVersion:    true,
+		Version:        readBuildVersion().Line(),
 		Reader:         stdin,
 		Writer:         stdout,
 		ErrWriter:      stderr,

@@ -68,7 +68,7 @@ func runMCP(c *cli.Context) error {
 	}
 	rl := mcp.NewRateLimit(logger(c).Handler(), 5, 10*time.Second, nil)
 	log := slog.New(rl)
-	opts := &mcp.Options{Logger: log, MaxLineBytes: c.Int("max-line-bytes"), Version: buildVersion()}
+	opts := &mcp.Options{Logger: log, MaxLineBytes: c.Int("max-line-bytes"), Version: readBuildVersion().String()}
 	if mcpDeepLearn != nil {
 		opts.DeepLearn = mcpDeepLearn(c, e)
 	}
@@ -98,11 +98,3 @@ func runMCP(c *cli.Context) error {
 
 // mcpStopGrace is how long a signalled server may take to finish a call.
 const mcpStopGrace = 500 * time.Millisecond
-
-// buildVersion is the module version pem was built at ("dev" from a work tree).
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}

@@ -2,6 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
 
 	"github.com/pemdev/pem/store"
 	"github.com/pemdev/pem/store/gitrepo"
@@ -10,13 +17,126 @@ import (
 // The git side of the one-shot commands: each opens the tree's repository
 // once (gitrepo.Open), does its one thing and closes it.
 
-func installMergeDriver(ctx context.Context, dir string) error {
+// installMergeDriver registers this very binary as the tree's merge driver
+// and returns the driver line it registered. The bare command `pem
+// merge-driver …` would only run where pem is on git's PATH; when it is not
+// (./bin/pem, a downloaded archive) git silently falls back to a textual
+// merge and every concurrent change of facts/ or experience/ conflicts.
+func installMergeDriver(ctx context.Context, dir string) (string, error) {
+	cmd, err := mergeDriverCommand()
+	if err != nil {
+		return "", err
+	}
 	r, err := gitrepo.Open(ctx, dir)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer r.Close()
-	return r.InstallMergeDriver(ctx, "", store.GitAttributes)
+	return cmd, r.InstallMergeDriver(ctx, cmd, store.GitAttributes)
+}
+
+// executable finds the running binary; the tests point it at the pem that
+// TestMain puts on PATH (the test binary itself would run the tests).
+var executable = os.Executable
+
+// mergeDriverCommand is gitrepo.MergeDriverCommand with the absolute,
+// symlink-resolved path of the running binary, quoted for the shell git runs
+// drivers with.
+func mergeDriverCommand() (string, error) {
+	exe, err := executable()
+	if err == nil {
+		exe, err = filepath.Abs(exe)
+	}
+	if err != nil {
+		return "", fmt.Errorf("finding the running pem binary to register as the merge driver: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	// git expands %O, %A, … in the line and reads "%%" as one "%".
+	q := strings.ReplaceAll(shellQuote(filepath.ToSlash(exe)), "%", "%%")
+	return q + strings.TrimPrefix(gitrepo.MergeDriverCommand, "pem"), nil
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@+=,-]+$`)
+
+// shellQuote quotes s for sh (git runs drivers with sh, also on Windows).
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// mergeDriverWarning says what is wrong with the merge driver git would run
+// for the tree at dir (read through h), or "" when it runs or the tree does
+// not ask for it (no merge=pem in its .gitattributes).
+func mergeDriverWarning(h *gitrepo.History, dir string) string {
+	attrs, err := os.ReadFile(filepath.Join(dir, ".gitattributes"))
+	if err != nil || !strings.Contains(string(attrs), "merge=pem") {
+		return ""
+	}
+	const fix = "run 'pem merge-driver --install' with the pem you use (see docs/sharing.md)"
+	cmd, err := h.MergeDriver()
+	if err != nil {
+		return err.Error()
+	}
+	if cmd == "" {
+		return "no merge driver 'pem' is registered in this clone's git config, so git merges facts/ and experience/ as text and concurrent changes conflict: " + fix
+	}
+	prog := strings.ReplaceAll(driverProgram(cmd), "%%", "%")
+	if prog == "" {
+		return fmt.Sprintf("the registered merge driver %q names no program: %s", cmd, fix)
+	}
+	if !strings.ContainsAny(prog, `/\`) {
+		if _, err := exec.LookPath(prog); err != nil {
+			return fmt.Sprintf("the registered merge driver %q runs %s, which is not on PATH, so git merges facts/ and experience/ as text: %s", cmd, prog, fix)
+		}
+		return ""
+	}
+	fi, err := os.Stat(prog)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the registered merge driver %q runs %s, which does not exist, so git merges facts/ and experience/ as text: %s", cmd, prog, fix)
+	case fi.IsDir() || (runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0):
+		return fmt.Sprintf("the registered merge driver %q runs %s, which is not executable, so git merges facts/ and experience/ as text: %s", cmd, prog, fix)
+	}
+	return ""
+}
+
+// driverProgram is the first word of a driver line as sh reads it (quotes
+// and backslashes; no expansions).
+func driverProgram(cmd string) string {
+	var b strings.Builder
+	cmd = strings.TrimLeft(cmd, " \t")
+	for i := 0; i < len(cmd); i++ {
+		switch c := cmd[i]; c {
+		case ' ', '\t', '\n':
+			return b.String()
+		case '\'':
+			j := strings.IndexByte(cmd[i+1:], '\'')
+			if j < 0 {
+				return b.String() + cmd[i+1:]
+			}
+			b.WriteString(cmd[i+1 : i+1+j])
+			i += j + 1
+		case '"':
+			for i++; i < len(cmd) && cmd[i] != '"'; i++ {
+				if cmd[i] == '\\' && i+1 < len(cmd) {
+					i++
+				}
+				b.WriteByte(cmd[i])
+			}
+		case '\\':
+			if i+1 < len(cmd) {
+				i++
+				b.WriteByte(cmd[i])
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func syncTree(ctx context.Context, dir string, opt gitrepo.SyncOptions) (*gitrepo.SyncResult, error) {

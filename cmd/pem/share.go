@@ -41,8 +41,9 @@ func newMergeDriverCmd() *cli.Command {
 			"It writes the merged file into OURS and exits 0; it exits 1 (leaving OURS as it was) only when a\n" +
 			"side cannot be read. Experience: evidence is the union by trace id, counts recounted. Facts: field\n" +
 			"by field; a verified side's frozen content wins. See docs/sharing.md.\n" +
-			"--install registers the driver in the repository's git config and writes .gitattributes in DIR\n" +
-			"(default --knowledge): needed once per clone, since git never takes drivers from a clone.",
+			"--install registers the driver in the repository's git config — as the absolute path of this pem\n" +
+			"binary, so it runs whether or not pem is on PATH — and writes .gitattributes in DIR (default\n" +
+			"--knowledge): needed once per clone, since git never takes drivers from a clone.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "install", Usage: "register the driver for the clone holding the tree and write .gitattributes"},
 		},
@@ -59,10 +60,11 @@ func runMergeDriver(c *cli.Context) error {
 		if c.NArg() == 1 {
 			dir = filepath.Clean(c.Args().First())
 		}
-		if err := installMergeDriver(c.Context, dir); err != nil {
+		cmd, err := installMergeDriver(c.Context, dir)
+		if err != nil {
 			return fmt.Errorf("installing the merge driver for %s: %w", dir, err)
 		}
-		fmt.Fprintf(c.App.Writer, "registered merge driver 'pem' (%s) and wrote %s\n", gitrepo.MergeDriverCommand, filepath.Join(dir, ".gitattributes"))
+		fmt.Fprintf(c.App.Writer, "registered merge driver 'pem' as %s (this binary: run --install again after moving it) and wrote %s\n", cmd, filepath.Join(dir, ".gitattributes"))
 		return nil
 	}
 	if c.NArg() < 3 || c.NArg() > 4 {
@@ -407,6 +409,9 @@ func checkHistory(c *cli.Context, dir string) (checkResult, error) {
 	h, err := r.History()
 	if err != nil {
 		return res, err
+	}
+	if w := mergeDriverWarning(h, dir); w != "" {
+		fmt.Fprintf(c.App.ErrWriter, "pem: check: warning: %s\n", w)
 	}
 	if head, herr := h.Resolve(ctx, "HEAD"); herr == nil {
 		opt := gitrepo.WalkOptions{Rev: head, Under: store.FactsDir}

@@ -22,8 +22,8 @@
 //     delta chains included (History, history.go);
 //   - pem sync (Sync: add-only commits replayed onto the remote head, a
 //     lost push retried with backoff, syncretry.go) and the merge driver's
-//     registration (InstallMergeDriver), and Init, which makes a tree a
-//     repository;
+//     registration (InstallMergeDriver; History.MergeDriver reads it back),
+//     and Init, which makes a tree a repository;
 //   - StatePath: where pem keeps state that git must never see (the
 //     consolidation cache, the journal, the commit owner's pid, the commit
 //     pem check last passed: Remember, Remembered).
