@@ -183,13 +183,21 @@ func stem(w string) string {
 		w = w[:n-1]
 	}
 	n = len(w)
+	cut := false
 	switch {
 	case n > 7 && strings.HasSuffix(w, "ation"):
 		w = w[:n-5]
 	case n > 5 && strings.HasSuffix(w, "ing"):
-		w = w[:n-3]
+		w, cut = w[:n-3], true
 	case n > 4 && strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed"):
-		w = w[:n-2]
+		w, cut = w[:n-2], true
+	}
+	n = len(w)
+	switch {
+	case cut && n > 3 && w[n-1] == w[n-2] && strings.IndexByte("bdgmnprt", w[n-1]) >= 0:
+		w = w[:n-1] // dropped → drop, running → run
+	case n > 3 && w[n-1] == 'e' && !strings.HasSuffix(w, "ee"):
+		w = w[:n-1] // release, released, releases → releas
 	}
 	return w
 }
@@ -802,10 +810,11 @@ func isIDSegment(s string) bool {
 	return idSegRe.MatchString(s) && strings.ContainsAny(s, "0123456789")
 }
 
+// setOf is a set of words, stemmed as task and page words are.
 func setOf(xs ...string) map[string]bool {
 	m := make(map[string]bool, len(xs))
 	for _, x := range xs {
-		m[x] = true
+		m[x], m[stem(x)] = true, true
 	}
 	return m
 }

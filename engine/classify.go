@@ -22,12 +22,20 @@ const (
 	LazyLoading        FailureCategory = "lazy_loading"
 	ABExperiment       FailureCategory = "ab_experiment"
 	UnexpectedRedirect FailureCategory = "unexpected_redirect"
-	Unknown            FailureCategory = "unknown"
+	// UnverifiedAnswer: the run ended with an answer that failed the answer
+	// checks (an echo of the task, read from an error page or another site,
+	// not of the asked type). Set by the agent, never guessed from text.
+	UnverifiedAnswer FailureCategory = "unverified_answer"
+	// SuccessConditionFailed: a replay's end did not meet the route's
+	// success condition (final page, where the answer sits, its type).
+	SuccessConditionFailed FailureCategory = "success_condition_failed"
+	Unknown                FailureCategory = "unknown"
 )
 
 // FailureCategories lists every category, in documentation order.
 var FailureCategories = []FailureCategory{AntiBot, AuthRequired, PermissionDenied, OverlayBlocked,
-	Network, SelectorDrift, VisualDrift, Timing, LazyLoading, ABExperiment, UnexpectedRedirect, Unknown}
+	Network, SelectorDrift, VisualDrift, Timing, LazyLoading, ABExperiment, UnexpectedRedirect,
+	UnverifiedAnswer, SuccessConditionFailed, Unknown}
 
 // Valid reports whether c is a known category.
 func (c FailureCategory) Valid() bool {
@@ -56,6 +64,7 @@ const (
 	KindRedirect   = "redirect"    // landed on another URL than expected
 	KindCaptcha    = "captcha"
 	KindLogin      = "login"
+	KindErrorPage  = "error_page" // an action landed on an error page (HTTP ≥ 400, a browser error page)
 )
 
 // Classify decides the failure category of a failed trace. Structured signals

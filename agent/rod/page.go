@@ -535,6 +535,17 @@ func (p *Page) Elements(ctx context.Context, selector string, limit int) ([]agen
 	return out, nil
 }
 
+// Blocks lists the page's readable blocks (see agent.Reader).
+func (p *Page) Blocks(ctx context.Context) ([]agent.Block, error) {
+	var out []agent.Block
+	if err := p.helper(ctx, &out, "blocks", "", 3000); err != nil {
+		return nil, fmt.Errorf("blocks on %s: %w", p.URL(), err)
+	}
+	return out, nil
+}
+
+var _ agent.Reader = (*Page)(nil)
+
 // Labelled reads label→value pairs (see agent.Page).
 func (p *Page) Labelled(ctx context.Context) ([]agent.LabelValue, error) {
 	var out []agent.LabelValue
