@@ -192,9 +192,16 @@ func errorPage(u string, status int, text string) string {
 }
 
 // echoes reports whether every word of the answer is a word of the task.
+// Words that the task holds only inside a literal identifier do not count:
+// 'session' answers "the default of SESSION_COOKIE_NAME".
 func echoes(task, answer string) bool {
 	tw := map[string]bool{}
-	for _, w := range stems(task) {
+	for _, w := range stems(literalRe.ReplaceAllStringFunc(task, func(m string) string {
+		if strings.Contains(m, "_") || hasInnerUpper(m) {
+			return " "
+		}
+		return m
+	})) {
 		tw[w] = true
 	}
 	n := 0

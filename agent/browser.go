@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -73,12 +74,26 @@ type Block struct {
 	Selector string
 	Tag      string
 	Text     string
-	// Under is the heading the block sits under (a heading's parent heading;
-	// a definition's term).
+	// Under is the path of headings the block sits under, outermost first,
+	// joined by HeadingSep; a definition's term last.
 	Under string
+	// Link is true for a block that is nothing but links (a table of
+	// contents entry): navigation, not content.
+	Link bool
 	// Level is a heading's level (1–6); 0 for other blocks.
 	Level  int
 	Region string
+}
+
+// HeadingSep joins the headings of Block.Under.
+const HeadingSep = " › "
+
+// Nearest is the innermost heading of a Block.Under path.
+func Nearest(under string) string {
+	if i := strings.LastIndex(under, HeadingSep); i >= 0 {
+		return under[i+len(HeadingSep):]
+	}
+	return under
 }
 
 // Reader is what a Page may offer beyond the tools, for planners that read

@@ -255,8 +255,15 @@ function (op, arg, limit) {
     const blockish = "p, pre, ul, ol, dl, table, div, blockquote";
     const clean = (s) => s.replace(/\u00b6/g, "").replace(/\s+/g, " ").trim();
     const out = [];
-    let heading = "", level = 0;
+    let level = 0;
     const stack = [];
+    const chain = () => stack.map((x) => x[1]).join(" \u203a ");
+    // A block that is nothing but links is navigation (a table of
+    // contents), not content.
+    const linkOnly = (el) => {
+      const links = Array.from(el.querySelectorAll("a[href]")).map(text).join(" ").replace(/\s+/g, "");
+      return links.length > 0 && links === text(el).replace(/\s+/g, "");
+    };
     for (const el of document.body ? document.body.querySelectorAll(sel) : []) {
       const tag = el.tagName.toLowerCase();
       const isHead = /^h[1-6]$/.test(tag);
@@ -268,17 +275,18 @@ function (op, arg, limit) {
       if (isHead) {
         const lv = Number(tag[1]);
         while (stack.length && stack[stack.length - 1][0] >= lv) stack.pop();
-        under = stack.length ? stack[stack.length - 1][1] : "";
+        under = chain();
         stack.push([lv, t]);
-        heading = t;
         level = lv;
       } else {
+        // The heading path; a definition's term last.
         const dd = el.closest("dd");
         const dt = dd && dd.previousElementSibling && dd.previousElementSibling.tagName === "DT" ? dd.previousElementSibling : null;
-        under = dt ? clean(text(dt)) : heading;
-        if (tag === "dt" || tag === "dd") under = tag === "dd" && dt ? clean(text(dt)) : heading;
+        under = chain();
+        if (dt && tag !== "dt") under = (under ? under + " \u203a " : "") + clean(text(dt));
       }
-      out.push({ Selector: selectorFor(el), Tag: tag, Text: t.slice(0, 1000), Under: under, Level: isHead ? level : 0, Region: region(el) });
+      out.push({ Selector: selectorFor(el), Tag: tag, Text: t.slice(0, 1000), Under: under, Level: isHead ? level : 0,
+        Region: region(el), Link: !isHead && tag !== "dt" && linkOnly(el) });
       if (limit > 0 && out.length >= limit) break;
     }
     return out;
