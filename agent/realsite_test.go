@@ -77,6 +77,8 @@ func docServer(t *testing.T, root fs.FS, drifted *bool) string {
 	t.Helper()
 	files := http.FileServer(http.FS(root))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The browser must see the drifted copy, not a cached original.
+		w.Header().Set("Cache-Control", "no-store")
 		if drifted != nil && *drifted && strings.HasSuffix(r.URL.Path, ".html") {
 			data, err := fs.ReadFile(root, strings.TrimPrefix(path.Clean(r.URL.Path), "/"))
 			if err != nil {
