@@ -204,6 +204,14 @@ func echoes(task, answer string) bool {
 	})) {
 		tw[w] = true
 	}
+	// A literal the task does not hold is new ("getting-started.go" for
+	// "the getting-started example").
+	own := taskLiterals(task)
+	for _, l := range taskLiterals(answer) {
+		if !contains(own, l) {
+			return false
+		}
+	}
 	n := 0
 	for _, w := range stems(answer) {
 		if !tw[w] && !stopWords[w] {
