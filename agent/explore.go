@@ -418,13 +418,16 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 				return Action{Tool: "click", Selector: link.Selector}, nil
 			}
 		}
-		if p := parent(s); p != "" && !signing && len(s.Blocks) > 0 && (best == nil || !asked) {
-			return Action{Tool: "navigate", Value: p}, nil
+	}
+	// A value of only some of the asked words; where the page can be read,
+	// only when the task asks for no particular kind of value.
+	partial := best != nil && !signing && (len(s.Blocks) == 0 || g.typ == AnyAnswer)
+	if !last && !partial && !signing && len(s.Blocks) > 0 {
+		if p := parent(s); p != "" {
+			return Action{Tool: "navigate", Value: p}, nil // a dead end: back, and the next-best link
 		}
 	}
-	if best != nil && !signing && (len(s.Blocks) == 0 || g.typ == AnyAnswer) {
-		// A value of only some of the asked words; where the page can be
-		// read, only when the task asks for no particular kind of value.
+	if partial {
 		return answer(*best), nil
 	}
 	// 6. Text blocks: list headings, paragraphs and code, then read the best

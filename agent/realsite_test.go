@@ -246,3 +246,28 @@ func TestRealSiteColdWarm(t *testing.T) {
 		t.Errorf("drift: no selector drift recorded")
 	}
 }
+
+// TestHeldOutWerkzeug runs tasks on a documentation site the planner was
+// not developed on (Debian's python-werkzeug-doc, served as installed): a
+// check that explore is not tuned to the fixture. It reports its figure and
+// fails only on a wrong answer recorded as success. PEM_HELDOUT=1 runs it.
+func TestHeldOutWerkzeug(t *testing.T) {
+	const root = "/usr/share/doc/python-werkzeug-doc"
+	if os.Getenv("PEM_HELDOUT") == "" {
+		t.Skip("set PEM_HELDOUT=1 to run the held-out site (several minutes)")
+	}
+	if _, err := os.Stat(root + "/html/index.html"); err != nil {
+		t.Skip("python-werkzeug-doc is not installed (apt-get install -y python-werkzeug-doc)")
+	}
+	tasks := loadSiteTasks(t, "testdata/heldout-werkzeug.json")
+	base := docServer(t, os.DirFS(root), nil)
+	sw := newSiteWorld(t)
+	cold, _ := sw.round(t, "held-out cold", base, tasks, "cold")
+	sw.consolidate(t)
+	warm, _ := sw.round(t, "held-out warm", base, tasks, "warm")
+	for name, sc := range map[string]roundScore{"cold": cold, "warm": warm} {
+		if sc.wrongSuccess > 0 {
+			t.Errorf("held-out %s: %d wrong answers recorded as success", name, sc.wrongSuccess)
+		}
+	}
+}
