@@ -105,8 +105,14 @@ func TestFailureCategories(t *testing.T) {
 		}
 		seen[c] = true
 	}
-	if len(seen) != 12 {
-		t.Errorf("%d categories, want the 12 of DESIGN §3", len(seen))
+	// The 12 of DESIGN §3, and the agent's two answer checks (§4, §7).
+	if len(seen) != 14 || !seen[engine.UnverifiedAnswer] || !seen[engine.SuccessConditionFailed] {
+		t.Errorf("%d categories, want the 12 of DESIGN §3 plus unverified_answer and success_condition_failed", len(seen))
+	}
+	for _, c := range []engine.FailureCategory{engine.UnverifiedAnswer, engine.SuccessConditionFailed} {
+		if w := engine.DefaultPolicy().FailureWeight(c); w != 1 {
+			t.Errorf("%s weighs %v, want 1 (the route's fault)", c, w)
+		}
 	}
 	for _, c := range []engine.FailureCategory{"", "bogus", "Anti_Bot"} {
 		if c.Valid() {
