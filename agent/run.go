@@ -134,8 +134,10 @@ type run struct {
 	lastEls   []Element
 	lastTitle string
 	// landStatus is the HTTP status of the error page the step being
-	// recorded landed on (0 otherwise).
+	// recorded landed on (0 otherwise); landTarget the fingerprint of the
+	// control it acted on.
 	landStatus int
+	landTarget *engine.Fingerprint
 }
 
 // Run performs one task: it asks memory (engine.Query on StartURL and the
@@ -265,6 +267,10 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), depositTimeout)
 	defer cancel()
 	var finalURL, finalTitle string
+	var cond *engine.SuccessCondition
+	if res.Success && r.page != nil {
+		cond = r.condition(fin) // before the page closes
+	}
 	if r.page != nil {
 		finalURL = r.page.URL()
 		finalTitle, _ = r.page.Title(fin)
@@ -294,6 +300,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	in.StartedAt = &st
 	if res.Success {
 		in.Outcome = string(engine.Success)
+		in.SuccessCondition = cond
 	} else {
 		in.Outcome = string(engine.Failure)
 		in.ErrorMessage = res.Error
@@ -456,6 +463,9 @@ func (r *run) exec(ctx context.Context, a Action, param string, replayed bool) T
 			shown.Value, real.Value = target, target
 		}
 	}
+	if a.Tool == "click" || a.Tool == "type" {
+		r.landTarget = r.target(ctx, a.Selector, !replayed)
+	}
 	t0 := r.now()
 	var tr ToolResult
 	if a.Tool == "press" {
@@ -484,7 +494,7 @@ func (r *run) exec(ctx context.Context, a Action, param string, replayed bool) T
 	}
 	tr = scrubResult(tr, r.cfg.Secrets)
 	r.record(shown, param, replayed, tr, d, kind)
-	r.landStatus = 0
+	r.landStatus, r.landTarget = 0, nil
 	return tr
 }
 
@@ -503,7 +513,7 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 		url = Scrub(r.page.URL(), r.cfg.Secrets)
 	}
 	st := engine.StepInput{Action: a.Tool, Selector: a.Selector, Value: a.Value, Param: param,
-		OK: &ok, Error: tr.Error, ErrorKind: kind, DurationMs: d.Milliseconds(), URL: url, HTTPStatus: r.landStatus}
+		OK: &ok, Error: tr.Error, ErrorKind: kind, DurationMs: d.Milliseconds(), URL: url, HTTPStatus: r.landStatus, Target: r.landTarget}
 	switch a.Tool {
 	case "navigate":
 		// The URL asked for (resolved), not where redirects ended.

@@ -65,6 +65,8 @@ const (
 	KindCaptcha    = "captcha"
 	KindLogin      = "login"
 	KindErrorPage  = "error_page" // an action landed on an error page (HTTP ≥ 400, a browser error page)
+	// KindSuccessCondition: a replay's end failed the route's success condition.
+	KindSuccessCondition = "success_condition"
 )
 
 // Classify decides the failure category of a failed trace. Structured signals
@@ -109,6 +111,8 @@ func Classify(t *Trace) FailureCategory {
 			return Network
 		case KindRedirect:
 			return UnexpectedRedirect
+		case KindSuccessCondition:
+			return SuccessConditionFailed
 		case KindNotVisible:
 			return OverlayBlocked
 		case KindNoElement:

@@ -151,7 +151,8 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 		URL: n.URL, Domain: n.Domain, URLPattern: Pattern(n), Outcome: outcome, Error: in.ErrorMessage,
 		HTTPStatus: in.HTTPStatus, StartedAt: started, DurationMs: in.DurationMs, PlannerCalls: in.PlannerCalls,
 		Tier: Tier(in.Tier), Params: in.Params,
-		Result: Result{Answer: in.Answer, FinalURL: in.FinalPageURL, FinalTitle: in.FinalPageTitle},
+		Result:           Result{Answer: in.Answer, FinalURL: in.FinalPageURL, FinalTitle: in.FinalPageTitle},
+		SuccessCondition: in.SuccessCondition,
 	}
 	if t.Session == "" {
 		t.Session = id
@@ -187,7 +188,7 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 			seq = i + 1
 		}
 		st := Step{Seq: seq, Action: s.Action, Selector: s.Selector, Fallbacks: s.Fallbacks, Value: s.Value,
-			Param: s.Param, URL: s.URL, OK: ok, Error: s.Error, ErrorKind: s.ErrorKind, HTTPStatus: s.HTTPStatus,
+			Param: s.Param, URL: s.URL, OK: ok, Error: s.Error, ErrorKind: s.ErrorKind, HTTPStatus: s.HTTPStatus, Target: s.Target,
 			Result: capString(resultString(s.Result), 4096), DurationMs: s.DurationMs}
 		if st.Action == "navigate" && st.URL == "" && st.Value != "" {
 			st.URL, st.Value = st.Value, ""
@@ -586,6 +587,7 @@ func (e *Engine) recall(en *entry, n NormalizedURL, p Policy) *Recall {
 		}
 		r.Steps = append(r.Steps, f.Steps...)
 		r.ExtractionQuery = f.ExtractionQuery
+		r.SuccessCondition = f.SuccessCondition
 		r.KnownBlockers = append(r.KnownBlockers, f.KnownBlockers...)
 		r.AntiPatterns = append(r.AntiPatterns, f.AntiPatterns...)
 		r.InteractionHints = append(r.InteractionHints, f.InteractionHints...)

@@ -23,16 +23,18 @@ type Recall struct {
 	Fallbacks        map[string][]string `json:"fallbacks,omitempty"`
 	Steps            []Step              `json:"steps"`
 	ExtractionQuery  string              `json:"extraction_query,omitempty"`
-	KnownBlockers    []Blocker           `json:"known_blockers"`
-	AntiPatterns     []string            `json:"anti_patterns"`
-	InteractionHints []string            `json:"interaction_hints"`
-	Answers          []Answer            `json:"answers"`
-	Warnings         []string            `json:"warnings"`
-	LastVerified     *time.Time          `json:"last_verified,omitempty"`
-	SuccessCount     int                 `json:"success_count"`
-	FailureCount     int                 `json:"failure_count"`
-	Source           string              `json:"source,omitempty"` // "facts" or "traces" (not yet consolidated)
-	Match            string              `json:"match,omitempty"`  // exact, overlap or url (see MatchExact)
+	// SuccessCondition is the route's success condition (success.go).
+	SuccessCondition *SuccessCondition `json:"success_condition,omitempty"`
+	KnownBlockers    []Blocker         `json:"known_blockers"`
+	AntiPatterns     []string          `json:"anti_patterns"`
+	InteractionHints []string          `json:"interaction_hints"`
+	Answers          []Answer          `json:"answers"`
+	Warnings         []string          `json:"warnings"`
+	LastVerified     *time.Time        `json:"last_verified,omitempty"`
+	SuccessCount     int               `json:"success_count"`
+	FailureCount     int               `json:"failure_count"`
+	Source           string            `json:"source,omitempty"` // "facts" or "traces" (not yet consolidated)
+	Match            string            `json:"match,omitempty"`  // exact, overlap or url (see MatchExact)
 }
 
 // emptyRecall is P5 with empty (not null) lists, so JSON consumers can iterate.

@@ -546,6 +546,20 @@ func (p *Page) Blocks(ctx context.Context) ([]agent.Block, error) {
 
 var _ agent.Reader = (*Page)(nil)
 
+// Describe describes the first element selector matches (see agent.Describer).
+func (p *Page) Describe(ctx context.Context, selector string) (agent.Element, bool, error) {
+	var out []agent.Element
+	if err := p.helper(ctx, &out, "elements", selector, 1); err != nil {
+		return agent.Element{}, false, fmt.Errorf("describe %q on %s: %w", selector, p.URL(), err)
+	}
+	if len(out) == 0 {
+		return agent.Element{}, false, nil
+	}
+	return out[0], true, nil
+}
+
+var _ agent.Describer = (*Page)(nil)
+
 // Labelled reads label→value pairs (see agent.Page).
 func (p *Page) Labelled(ctx context.Context) ([]agent.LabelValue, error) {
 	var out []agent.LabelValue
