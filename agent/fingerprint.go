@@ -146,7 +146,8 @@ func (r *run) condition(ctx context.Context) *engine.SuccessCondition {
 	}
 	if last.Selector != "" {
 		c.Selector = last.Selector
-		c.Under = r.underOf(ctx, last.Selector)
+		text, _ := last.Result.(string)
+		c.Under = r.underOf(ctx, last.Selector, text)
 	} else {
 		c.Under = last.Value // extract by label: the label
 	}
@@ -156,8 +157,10 @@ func (r *run) condition(ctx context.Context) *engine.SuccessCondition {
 	return c
 }
 
-// underOf is the nearest heading of the block selector reads ("" unknown).
-func (r *run) underOf(ctx context.Context, selector string) string {
+// underOf is the nearest heading of the block selector reads, found by its
+// selector or, when the page's own selector for it differs, by the text it
+// read ("" unknown).
+func (r *run) underOf(ctx context.Context, selector, text string) string {
 	rd, ok := r.page.(Reader)
 	if !ok {
 		return ""
@@ -169,6 +172,13 @@ func (r *run) underOf(ctx context.Context, selector string) string {
 	for _, b := range bs {
 		if b.Selector == selector {
 			return Scrub(Nearest(b.Under), r.cfg.Secrets)
+		}
+	}
+	if t := normText(text); t != "" {
+		for _, b := range bs {
+			if normText(b.Text) == t {
+				return Scrub(Nearest(b.Under), r.cfg.Secrets)
+			}
 		}
 	}
 	return ""
@@ -192,13 +202,24 @@ func (r *run) checkCondition(ctx context.Context, answer string) string {
 	}
 	if c.Under != "" && c.Selector != "" {
 		if _, ok := r.page.(Reader); ok {
-			if under := r.underOf(ctx, c.Selector); under != "" && normText(under) != normText(c.Under) {
+			if under := r.underOf(ctx, c.Selector, r.lastRead()); under != "" && normText(under) != normText(c.Under) {
 				return fmt.Sprintf("the answer sits under %q, not under %q", under, c.Under)
 			}
 		}
 	}
 	if c.AnswerType != "" && !HasValueOf(AnswerType(c.AnswerType), answer, r.cfg.Task) {
 		return fmt.Sprintf("the answer is not a %s", c.AnswerType)
+	}
+	return ""
+}
+
+// lastRead is the text the run's last successful extraction read.
+func (r *run) lastRead() string {
+	for i := len(r.history) - 1; i >= 0; i-- {
+		t := r.history[i]
+		if t.Result.Error == "" && (t.Action.Tool == "extract" || t.Action.Tool == "get_text" && t.Action.Selector != "") {
+			return t.Result.ExtractedContent
+		}
 	}
 	return ""
 }
