@@ -422,6 +422,15 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 	// A value of only some of the asked words; where the page can be read,
 	// only when the task asks for no particular kind of value.
 	partial := best != nil && !signing && (len(s.Blocks) == 0 || g.typ == AnyAnswer)
+	// No link carries the task's words: the site's search, once per run,
+	// with the task's literal or its content words.
+	if !last && !partial && !signing && len(s.Blocks) > 0 && g.query == "" && !searchedOnce(s) {
+		if f := findSearch(s.Elements); f != nil && !h.failed[f.Selector] {
+			if q := searchWords(s.Task, g); q != "" {
+				return Action{Tool: "type", Selector: f.Selector, Value: q, Submit: true}, nil
+			}
+		}
+	}
 	if !last && !partial && !signing && len(s.Blocks) > 0 {
 		if p := parent(s); p != "" {
 			return Action{Tool: "navigate", Value: p}, nil // a dead end: back, and the next-best link
@@ -439,6 +448,31 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 		}
 	}
 	return Action{Tool: "done"}, nil
+}
+
+// searchedOnce reports whether the run already submitted a search.
+func searchedOnce(s *State) bool {
+	for _, t := range s.History {
+		if t.Action.Tool == "type" && t.Action.Submit && len(SecretNamesIn(t.Action.Value)) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// searchWords is what to search a site for: the task's literals, else its
+// content words as the task writes them.
+func searchWords(task string, g goal) string {
+	if len(g.literals) > 0 {
+		return strings.Join(g.literals, " ")
+	}
+	var out []string
+	for _, w := range strings.FieldsFunc(task, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if st := stem(strings.ToLower(w)); contains(g.targets, st) && !contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // weakWords are stop words for matching that still say where an answer
@@ -639,14 +673,14 @@ func itemList(s *State, g goal) []*Element {
 			continue
 		}
 		u, err := url.Parse(resolve(s.URL, e.Href))
-		if err != nil {
-			continue
+		if err != nil || !sameSiteLink(s.URL, e.Href, s.Task) {
+			continue // a link to another site is no item of this page's list
 		}
 		segs := strings.Split(strings.Trim(u.Path, "/"), "/")
 		if len(segs) == 0 || !isIDSegment(segs[len(segs)-1]) {
 			continue
 		}
-		key := strings.Join(segs[:len(segs)-1], "/")
+		key := u.Host + "/" + strings.Join(segs[:len(segs)-1], "/")
 		if _, ok := groups[key]; !ok {
 			keys = append(keys, key)
 		}
