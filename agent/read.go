@@ -128,7 +128,9 @@ func readPage(s *State, g goal) (readPick, bool) {
 			continue
 		}
 		own := setOfStems(b.Text)
-		ctx := setOfStems(b.Under)
+		// The page's title heads every block: a task word there (the
+		// project's name) is the block's context too.
+		ctx := setOfStems(b.Under + " " + s.Title)
 		near := setOfStems(nearest)
 		hit, ownHit, inHead, nearHit := 0.0, 0.0, 0.0, 0.0
 		for t, w := range weight {
