@@ -536,9 +536,11 @@ func (p *Page) Elements(ctx context.Context, selector string, limit int) ([]agen
 }
 
 // Blocks lists the page's readable blocks (see agent.Reader).
+// A long page (a changelog) has a thousand blocks and takes seconds to
+// list on a busy machine: it gets three page timeouts.
 func (p *Page) Blocks(ctx context.Context) ([]agent.Block, error) {
 	var out []agent.Block
-	if err := p.helper(ctx, &out, "blocks", "", 3000); err != nil {
+	if err := p.helperFor(ctx, 3*p.timeout, &out, "blocks", "", 3000); err != nil {
 		return nil, fmt.Errorf("blocks on %s: %w", p.URL(), err)
 	}
 	return out, nil
@@ -570,7 +572,12 @@ func (p *Page) Labelled(ctx context.Context) ([]agent.LabelValue, error) {
 }
 
 func (p *Page) helper(ctx context.Context, out any, op, arg string, limit int) error {
-	pg, _, cancel := p.with(ctx, 0)
+	return p.helperFor(ctx, 0, out, op, arg, limit)
+}
+
+// helperFor is helper with a timeout of d (the page timeout when 0).
+func (p *Page) helperFor(ctx context.Context, d time.Duration, out any, op, arg string, limit int) error {
+	pg, _, cancel := p.with(ctx, d)
 	defer cancel()
 	res, err := pg.Eval(pageJS, op, arg, limit)
 	if err != nil {
