@@ -83,6 +83,9 @@ func TestLiterals(t *testing.T) {
 	if !hasLiteral("Version 8.1.0", "8.1.0") || hasLiteral("Version 8.1.01", "8.1.0") || hasLiteral("18.1.0", "8.1.0") {
 		t.Errorf("hasLiteral is not whole-token")
 	}
+	if got := taskLiterals("Which version was released on 2022-08-03?"); strings.Join(got, ",") != "2022-08-03" {
+		t.Errorf("date literal %v", got)
+	}
 	if got := taskLiterals("What is the default value of SECRET_KEY?"); strings.Join(got, ",") != "secret_key" {
 		t.Errorf("identifier literal %v", got)
 	}

@@ -14,16 +14,16 @@ import (
 // 8.1.0, an identifier such as MAX_SIZE), and reads the best one. Nothing
 // here knows a site: only the page's structure and the task's words.
 
-// literalRe finds the task's literal tokens, kept whole: versions and
-// dotted names (8.1.0, Environment.overlay) and identifiers with an
+// literalRe finds the task's literal tokens, kept whole: ISO dates,
+// versions and dotted names (8.1.0, Environment.overlay) and identifiers with an
 // underscore or inner capitals (SECRET_KEY, maxTurns).
-var literalRe = regexp.MustCompile(`\b[vV]?\d+(?:\.\d+)+\b|\b[A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b`)
+var literalRe = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b[vV]?\d+(?:\.\d+)+\b|\b[A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b`)
 
 // taskLiterals returns the literal tokens of a task (lower-cased, in order).
 func taskLiterals(task string) []string {
 	var out []string
 	for _, m := range literalRe.FindAllString(task, -1) {
-		if !strings.ContainsAny(m, "._") && !hasInnerUpper(m) {
+		if !strings.ContainsAny(m, "._-") && !hasInnerUpper(m) {
 			continue
 		}
 		m = strings.ToLower(strings.TrimRight(m, "."))
