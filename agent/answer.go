@@ -270,12 +270,15 @@ func namesSite(task, u string) bool {
 	return false
 }
 
-// sourceOf describes the page p shows now, for CheckAnswer.
-func sourceOf(ctx context.Context, p Page) AnswerSource {
+// sourceOf describes the page p shows now, for CheckAnswer, and returns
+// the page's blocks it listed (nil when it could not).
+func sourceOf(ctx context.Context, p Page) (AnswerSource, []Block) {
 	src := AnswerSource{URL: p.URL()}
+	var blocks []Block
 	if rd, ok := p.(Reader); ok {
 		src.Status = rd.StatusCode(ctx)
 		if bs, err := rd.Blocks(ctx); err == nil {
+			blocks = bs
 			for _, b := range bs {
 				if b.Level > 0 || b.Tag == "dt" {
 					src.Headings = append(src.Headings, b.Text)
@@ -283,7 +286,7 @@ func sourceOf(ctx context.Context, p Page) AnswerSource {
 			}
 		}
 	}
-	return src
+	return src, blocks
 }
 
 // landedOnError says why the page an action led to is an error page, or "".

@@ -161,13 +161,16 @@ func (r *run) condition(ctx context.Context) *engine.SuccessCondition {
 // selector or, when the page's own selector for it differs, by the text it
 // read ("" unknown).
 func (r *run) underOf(ctx context.Context, selector, text string) string {
-	rd, ok := r.page.(Reader)
-	if !ok {
-		return ""
-	}
-	bs, err := rd.Blocks(ctx)
-	if err != nil {
-		return ""
+	bs := r.endBlocks
+	if bs == nil {
+		rd, ok := r.page.(Reader)
+		if !ok {
+			return ""
+		}
+		var err error
+		if bs, err = rd.Blocks(ctx); err != nil {
+			return ""
+		}
 	}
 	for _, b := range bs {
 		if b.Selector == selector {

@@ -138,6 +138,8 @@ type run struct {
 	// control it acted on.
 	landStatus int
 	landTarget *engine.Fingerprint
+	// endBlocks are the blocks of the page the answer was checked on.
+	endBlocks []Block
 }
 
 // Run performs one task: it asks memory (engine.Query on StartURL and the
@@ -239,7 +241,9 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 			r.logf("answer %q was not read on the page in this run: not a success", oneLine(res.Answer, 80))
 		}
 		if res.Success && r.page != nil {
-			if why := CheckAnswer(r.cfg.Task, r.cfg.StartURL, res.Answer, sourceOf(ctx, r.page)); why != "" {
+			src, blocks := sourceOf(ctx, r.page)
+			r.endBlocks = blocks
+			if why := CheckAnswer(r.cfg.Task, r.cfg.StartURL, res.Answer, src); why != "" {
 				unverified = "unverified answer: " + why
 				res.Success = false
 				r.logf("answer %q fails the answer checks: %s", oneLine(res.Answer, 80), why)
@@ -264,13 +268,17 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 
 	// The final screenshot and page, best effort, with a context that
 	// survives cancellation.
+	var cond *engine.SuccessCondition
+	if res.Success && r.page != nil {
+		// Before the page closes, on its own budget: the deposit's must
+		// not be spent reading a long page.
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), depositTimeout)
+		cond = r.condition(cctx)
+		ccancel()
+	}
 	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), depositTimeout)
 	defer cancel()
 	var finalURL, finalTitle string
-	var cond *engine.SuccessCondition
-	if res.Success && r.page != nil {
-		cond = r.condition(fin) // before the page closes
-	}
 	if r.page != nil {
 		finalURL = r.page.URL()
 		finalTitle, _ = r.page.Title(fin)
