@@ -250,7 +250,7 @@ func TestRealSiteColdWarm(t *testing.T) {
 func TestHeldOutWerkzeug(t *testing.T) {
 	const root = "/usr/share/doc/python-werkzeug-doc"
 	if os.Getenv("PEM_HELDOUT") == "" {
-		t.Skip("set PEM_HELDOUT=1 to run the held-out site (several minutes)")
+		t.Skip("set PEM_HELDOUT=1 to run the held-out site (about a minute)")
 	}
 	if _, err := os.Stat(root + "/html/index.html"); err != nil {
 		t.Skip("python-werkzeug-doc is not installed (apt-get install -y python-werkzeug-doc)")
