@@ -243,27 +243,34 @@ func TestRealSiteColdWarm(t *testing.T) {
 	}
 }
 
-// TestHeldOutWerkzeug runs tasks on a documentation site the planner was
-// not developed on (Debian's python-werkzeug-doc, served as installed): a
-// check that explore is not tuned to the fixture. It reports its figure and
-// fails only on a wrong answer recorded as success. PEM_HELDOUT=1 runs it.
-func TestHeldOutWerkzeug(t *testing.T) {
-	const root = "/usr/share/doc/python-werkzeug-doc"
+// TestHeldOut runs tasks on documentation sites the planner was not
+// developed on (Debian's python-werkzeug-doc and python-requests-doc,
+// served as installed): a check that explore is not tuned to the fixture.
+// It reports its figures and fails only on a wrong answer recorded as
+// success. PEM_HELDOUT=1 runs it (about a minute per site).
+func TestHeldOut(t *testing.T) {
 	if os.Getenv("PEM_HELDOUT") == "" {
-		t.Skip("set PEM_HELDOUT=1 to run the held-out site (about a minute)")
+		t.Skip("set PEM_HELDOUT=1 to run the held-out sites (about a minute each)")
 	}
-	if _, err := os.Stat(root + "/html/index.html"); err != nil {
-		t.Skip("python-werkzeug-doc is not installed (apt-get install -y python-werkzeug-doc)")
-	}
-	tasks := loadSiteTasks(t, "testdata/heldout-werkzeug.json")
-	base := docServer(t, os.DirFS(root), nil)
-	sw := newSiteWorld(t)
-	cold, _ := sw.round(t, "held-out cold", base, tasks, "cold")
-	sw.consolidate(t)
-	warm, _ := sw.round(t, "held-out warm", base, tasks, "warm")
-	for name, sc := range map[string]roundScore{"cold": cold, "warm": warm} {
-		if sc.wrongSuccess > 0 {
-			t.Errorf("held-out %s: %d wrong answers recorded as success", name, sc.wrongSuccess)
-		}
+	for _, site := range []struct{ name, root, tasks string }{
+		{"werkzeug", "/usr/share/doc/python-werkzeug-doc", "testdata/heldout-werkzeug.json"},
+		{"requests", "/usr/share/doc/python-requests-doc", "testdata/heldout-requests.json"},
+	} {
+		t.Run(site.name, func(t *testing.T) {
+			if _, err := os.Stat(site.root + "/html/index.html"); err != nil {
+				t.Skipf("%s is not installed (apt-get install -y python-%s-doc)", site.root, site.name)
+			}
+			tasks := loadSiteTasks(t, site.tasks)
+			base := docServer(t, os.DirFS(site.root), nil)
+			sw := newSiteWorld(t)
+			cold, _ := sw.round(t, "held-out cold", base, tasks, "cold")
+			sw.consolidate(t)
+			warm, _ := sw.round(t, "held-out warm", base, tasks, "warm")
+			for name, sc := range map[string]roundScore{"cold": cold, "warm": warm} {
+				if sc.wrongSuccess > 0 {
+					t.Errorf("held-out %s %s: %d wrong answers recorded as success", site.name, name, sc.wrongSuccess)
+				}
+			}
+		})
 	}
 }
