@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -61,6 +62,46 @@ type Element struct {
 	Selector                                              string
 	Tag, Text, Href, Type, Name, Placeholder, Label, Role string
 	Visible                                               bool
+	// Region is where the element sits, from semantic markup only: "main"
+	// content, "nav" chrome (navigation, header, footer, sidebars), or ""
+	// when the page does not say.
+	Region string
+}
+
+// Block is one readable block of a page (a heading, a paragraph, a code
+// block, a list item, a table cell, a definition), in document order.
+type Block struct {
+	Selector string
+	Tag      string
+	Text     string
+	// Under is the path of headings the block sits under, outermost first,
+	// joined by HeadingSep; a definition's term last.
+	Under string
+	// Link is true for a block that is nothing but links (a table of
+	// contents entry): navigation, not content.
+	Link bool
+	// Level is a heading's level (1–6); 0 for other blocks.
+	Level  int
+	Region string
+}
+
+// HeadingSep joins the headings of Block.Under.
+const HeadingSep = " › "
+
+// Nearest is the innermost heading of a Block.Under path.
+func Nearest(under string) string {
+	if i := strings.LastIndex(under, HeadingSep); i >= 0 {
+		return under[i+len(HeadingSep):]
+	}
+	return under
+}
+
+// Reader is what a Page may offer beyond the tools, for planners that read
+// pages (the rod adapter implements it): the page's blocks and the HTTP
+// status of the current document (0 when unknown).
+type Reader interface {
+	Blocks(ctx context.Context) ([]Block, error)
+	StatusCode(ctx context.Context) int
 }
 
 // LabelValue is one label→value pair read from a page; Selector finds the value element.

@@ -47,7 +47,8 @@ var stopWords = setOf("a", "an", "the", "of", "for", "and", "or", "to", "in", "o
 	"report", "return", "answer", "please", "there", "then", "their", "do", "doe", "does", "did", "page", "see",
 	"look", "up", "all", "any", "my", "our", "your", "about", "into", "over", "i", "we", "you", "ha", "has",
 	"have", "wa", "was", "were", "will", "can", "under", "via", "using", "use", "go", "open", "visit", "navigate", "click",
-	"say", "says", "listed", "shown", "now", "right", "according", "accord", "total", "s")
+	"say", "says", "listed", "shown", "now", "right", "according", "accord", "total", "s",
+	"why", "when", "where", "not", "no")
 
 // Ordinal words pick the n-th item of a list ("latest" and "newest": lists
 // are newest first on most sites).
@@ -80,6 +81,9 @@ type goal struct {
 	query    string   // search for …
 	ordinals []int    // first, second, … in task order
 	words    map[string]bool
+	literals []string   // versions and identifiers, kept whole (8.1.0, SECRET_KEY)
+	typ      AnswerType // what kind of value is asked for
+	weak     bool       // targets are weak words, matched in link texts as they are
 }
 
 // parseGoal reads the task. Words of the start URL (the site, the item the
@@ -108,14 +112,32 @@ func parseGoal(task, startURL string) goal {
 	if g.query != "" {
 		text = strings.Replace(text, g.query, " ", 1)
 	}
+	g.literals, g.typ = taskLiterals(text), AskedType(text)
 	context := map[string]bool{}
 	if u, err := url.Parse(startURL); err == nil {
+		// Words of the site and the path are context; an IP address's or a
+		// port's digits are not words (they must not eat a task's "8.1.0").
 		for _, t := range stems(u.Hostname() + " " + strings.NewReplacer("/", " ", "-", " ", "_", " ").Replace(u.Path)) {
-			context[t] = true
+			if !isNumber(t) {
+				context[t] = true
+			}
+		}
+	}
+	// Digits that are parts of a literal ("2.2.1") are matched whole, not
+	// as words.
+	litParts := map[string]bool{}
+	for _, l := range g.literals {
+		for _, t := range stems(l) {
+			if isNumber(t) {
+				litParts[t] = true
+			}
 		}
 	}
 	var all []string
 	for _, t := range stems(text) {
+		if litParts[t] {
+			continue
+		}
 		g.words[t] = true
 		if n, ok := ordinals[t]; ok {
 			g.ordinals = append(g.ordinals, n)
@@ -183,13 +205,21 @@ func stem(w string) string {
 		w = w[:n-1]
 	}
 	n = len(w)
+	cut := false
 	switch {
 	case n > 7 && strings.HasSuffix(w, "ation"):
 		w = w[:n-5]
 	case n > 5 && strings.HasSuffix(w, "ing"):
-		w = w[:n-3]
+		w, cut = w[:n-3], true
 	case n > 4 && strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed"):
-		w = w[:n-2]
+		w, cut = w[:n-2], true
+	}
+	n = len(w)
+	switch {
+	case cut && n > 3 && w[n-1] == w[n-2] && strings.IndexByte("bdgmnprt", w[n-1]) >= 0:
+		w = w[:n-1] // dropped → drop, running → run
+	case n > 3 && w[n-1] == 'e' && !strings.HasSuffix(w, "ee"):
+		w = w[:n-1] // release, released, releases → releas
 	}
 	return w
 }
@@ -331,8 +361,18 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 			}
 		}
 	}
-	// 4. A labelled value that carries every asked-for word answers; else
-	// follow the best link; else the best partial value.
+	// 4. A dead end (an error page) goes back to where it came from.
+	if errorPage(s.URL, s.Status, "") != "" && !signing {
+		if p := parent(s); p != "" && !last {
+			return Action{Tool: "navigate", Value: p}, nil
+		}
+		return Action{Tool: "done"}, nil
+	}
+	// 5. A labelled value that carries every asked-for word, and is the
+	// only value of that label on the page, answers; else the page is read
+	// (the block under the heading that matches the task); else follow the
+	// best link; else go back and try the next-best link; else the best
+	// partial value.
 	best, full, asked := bestValue(s.Labels, g)
 	answer := func(lv LabelValue) Action {
 		if v, ok := h.here[lv.Label]; ok {
@@ -340,7 +380,27 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 		}
 		return Action{Tool: "extract", Value: lv.Label}
 	}
-	if best != nil && full && !signing {
+	if best != nil && full && !signing && (len(s.Blocks) == 0 || uniqueLabel(s.Labels, best.Label)) {
+		return answer(*best), nil
+	}
+	if !signing {
+		if pick, ok := readPage(s, g); ok {
+			var vals []string
+			for _, sel := range pick.sels {
+				v, ok := h.here["css:"+sel]
+				if !ok {
+					return Action{Tool: "extract", Selector: sel}, nil
+				}
+				if v != "" {
+					vals = append(vals, v)
+				}
+			}
+			if len(vals) > 0 {
+				return Action{Tool: "done", Value: strings.Join(vals, AnswerSep)}, nil
+			}
+		}
+	}
+	if best != nil && full && !signing && len(s.Blocks) == 0 {
 		return answer(*best), nil
 	}
 	if !last {
@@ -351,17 +411,96 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 		if link, _ := bestLink(s, g, h, have); link != nil {
 			return Action{Tool: "click", Selector: link.Selector}, nil
 		}
+		if weak := g.weakGoal(); len(weak.targets) > 0 && len(s.Blocks) > 0 {
+			// No link carries the task's words: one carrying its general
+			// words ("value", "number") is a better bet than giving up.
+			if link, _ := bestLink(s, weak, h, nil); link != nil {
+				return Action{Tool: "click", Selector: link.Selector}, nil
+			}
+		}
 	}
-	if best != nil && !signing {
+	// A value of only some of the asked words; where the page can be read,
+	// only when the task asks for no particular kind of value.
+	partial := best != nil && !signing && (len(s.Blocks) == 0 || g.typ == AnyAnswer)
+	// No link carries the task's words: the site's search, once per run,
+	// with the task's literal or its content words.
+	if !last && !partial && !signing && len(s.Blocks) > 0 && g.query == "" && !searchedOnce(s) {
+		if f := findSearch(s.Elements); f != nil && !h.failed[f.Selector] {
+			if q := searchWords(s.Task, g); q != "" {
+				return Action{Tool: "type", Selector: f.Selector, Value: q, Submit: true}, nil
+			}
+		}
+	}
+	if !last && !partial && !signing && len(s.Blocks) > 0 {
+		if p := parent(s); p != "" {
+			return Action{Tool: "navigate", Value: p}, nil // a dead end: back, and the next-best link
+		}
+	}
+	if partial {
 		return answer(*best), nil
 	}
-	// 5. Text blocks: list headings, paragraphs and code, then read the best.
-	if !signing && !last {
+	// 6. Text blocks: list headings, paragraphs and code, then read the best
+	// (pages that cannot list their blocks themselves only: where they can,
+	// reading the page above has already said no block answers).
+	if !signing && !last && len(s.Blocks) == 0 {
 		if a, ok := textAnswer(s, g, h); ok {
 			return a, nil
 		}
 	}
 	return Action{Tool: "done"}, nil
+}
+
+// searchedOnce reports whether the run already submitted a search.
+func searchedOnce(s *State) bool {
+	for _, t := range s.History {
+		if t.Action.Tool == "type" && t.Action.Submit && len(SecretNamesIn(t.Action.Value)) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// searchWords is what to search a site for: the task's literals, else its
+// content words as the task writes them.
+func searchWords(task string, g goal) string {
+	if len(g.literals) > 0 {
+		return strings.Join(g.literals, " ")
+	}
+	var out []string
+	for _, w := range strings.FieldsFunc(task, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if st := stem(strings.ToLower(w)); contains(g.targets, st) && !contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// weakWords are stop words for matching that still say where an answer
+// may be ("the default value" → a page of values).
+var weakWords = setOf("value", "values", "number", "count", "list")
+
+// weakGoal is a goal of the task's weak words only.
+func (g goal) weakGoal() goal {
+	w := goal{words: g.words, user: g.user, weak: true}
+	for t := range g.words {
+		if weakWords[t] {
+			w.attr = append(w.attr, t)
+		}
+	}
+	sortStrings(w.attr)
+	w.targets = w.attr
+	return w
+}
+
+// uniqueLabel reports whether the page holds one value under the label.
+func uniqueLabel(labels []LabelValue, label string) bool {
+	n := 0
+	for _, lv := range labels {
+		if lv.Label == label {
+			n++
+		}
+	}
+	return n <= 1
 }
 
 func wantsText(g goal) bool {
@@ -454,6 +593,9 @@ func bestLink(s *State, g goal, h seen, have *LabelValue) (*Element, float64) {
 			if target == "" || h.visited[target] || strings.HasPrefix(strings.ToLower(e.Href), "javascript:") {
 				continue
 			}
+			if !strings.HasPrefix(e.Href, "#") && !sameSiteLink(s.URL, e.Href, s.Task) {
+				continue // another site: not where the task's answer is
+			}
 		}
 		weigh := func(toks []string) (float64, bool) {
 			a, n, fresh := 0, 0, false
@@ -472,13 +614,29 @@ func bestLink(s *State, g goal, h seen, have *LabelValue) (*Element, float64) {
 			}
 			return float64(2*a+n) / total, a > 0 || fresh
 		}
-		score, useful := weigh(contentStems(e.Text + " " + e.Label))
+		words := contentStems
+		if g.weak {
+			words = stems
+		}
+		score, useful := weigh(words(e.Text + " " + e.Label))
 		if score == 0 {
 			score, useful = weigh(hrefStems(e.Href))
 			score /= 2
 		}
 		if !useful {
 			score = 0
+		}
+		for _, l := range g.literals {
+			if hasLiteral(e.Text+" "+e.Label, l) {
+				score += 1 // the link names the item itself ("Version 8.1.0")
+			}
+		}
+		switch {
+		case score == 0:
+		case e.Region == "main":
+			score += 0.001 // main content first, navigation chrome last
+		case e.Region == "nav":
+			score -= 0.001
 		}
 		isSign := false
 		for _, t := range stems(e.Text + " " + e.Label) {
@@ -515,14 +673,14 @@ func itemList(s *State, g goal) []*Element {
 			continue
 		}
 		u, err := url.Parse(resolve(s.URL, e.Href))
-		if err != nil {
-			continue
+		if err != nil || !sameSiteLink(s.URL, e.Href, s.Task) {
+			continue // a link to another site is no item of this page's list
 		}
 		segs := strings.Split(strings.Trim(u.Path, "/"), "/")
 		if len(segs) == 0 || !isIDSegment(segs[len(segs)-1]) {
 			continue
 		}
-		key := strings.Join(segs[:len(segs)-1], "/")
+		key := u.Host + "/" + strings.Join(segs[:len(segs)-1], "/")
 		if _, ok := groups[key]; !ok {
 			keys = append(keys, key)
 		}
@@ -802,10 +960,11 @@ func isIDSegment(s string) bool {
 	return idSegRe.MatchString(s) && strings.ContainsAny(s, "0123456789")
 }
 
+// setOf is a set of words, stemmed as task and page words are.
 func setOf(xs ...string) map[string]bool {
 	m := make(map[string]bool, len(xs))
 	for _, x := range xs {
-		m[x] = true
+		m[x], m[stem(x)] = true, true
 	}
 	return m
 }

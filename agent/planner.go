@@ -53,6 +53,12 @@ type State struct {
 	// PageText is the page's text, bounded by MaxPageText characters (the
 	// excerpt in Observation is shorter).
 	PageText string
+	// Blocks are the page's readable blocks in document order (headings,
+	// paragraphs, code, list items, cells, definitions), when the page can
+	// say (agent.Reader); nil otherwise.
+	Blocks []Block
+	// Status is the HTTP status of the current document; 0 when unknown.
+	Status int
 	// History holds the turns so far, oldest first: replayed steps and planner
 	// actions alike.
 	History []Turn

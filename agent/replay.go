@@ -162,6 +162,11 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 				r.recordMiss(s, kind, msg)
 				return replayOutcome{why: msg}
 			}
+			if msg := r.checkTarget(ctx, s, sel); msg != "" {
+				// The selector resolves, to another control: drift.
+				r.recordMiss(s, engine.KindNoElement, msg)
+				return replayOutcome{why: msg}
+			}
 			a.Selector = sel
 		}
 		tr := r.exec(ctx, a, s.Param, true)
@@ -192,7 +197,13 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 	if len(answers) == 0 {
 		return replayOutcome{why: "the route ended without reading an answer"}
 	}
-	return replayOutcome{answer: strings.Join(answers, AnswerSep), done: true}
+	answer := strings.Join(answers, AnswerSep)
+	if why := r.checkCondition(ctx, answer); why != "" {
+		msg := "success condition failed: " + why
+		r.recordMiss(engine.Step{Action: "extract", Selector: r.recall.SuccessCondition.Selector}, engine.KindSuccessCondition, msg)
+		return replayOutcome{why: msg}
+	}
+	return replayOutcome{answer: answer, done: true}
 }
 
 // check verifies a step's selector before it is used, trying the recorded

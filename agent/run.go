@@ -18,6 +18,9 @@ import (
 // RunConfig.MaxTurns is 0.
 const DefaultMaxTurns = 25
 
+// maxObserved caps the elements a planner is shown per page.
+const maxObserved = 2000
+
 // depositTimeout bounds the trace deposit after a cancelled run.
 const depositTimeout = 10 * time.Second
 
@@ -135,6 +138,13 @@ type run struct {
 	corpus    []string // every text read from a page in this run (grounding)
 	lastEls   []Element
 	lastTitle string
+	// landStatus is the HTTP status of the error page the step being
+	// recorded landed on (0 otherwise); landTarget the fingerprint of the
+	// control it acted on.
+	landStatus int
+	landTarget *engine.Fingerprint
+	// endBlocks are the blocks of the page the answer was checked on.
+	endBlocks []Block
 }
 
 // Run performs one task: it asks memory (engine.Query on StartURL and the
@@ -228,11 +238,21 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	if err != nil {
 		runErr = err
 	}
+	var unverified string
 	if done {
 		res.Answer = Scrub(answer, r.cfg.Secrets)
 		res.Success = res.Answer != "" && r.grounded(res.Answer)
 		if res.Answer != "" && !res.Success {
 			r.logf("answer %q was not read on the page in this run: not a success", oneLine(res.Answer, 80))
+		}
+		if res.Success && r.page != nil {
+			src, blocks := sourceOf(ctx, r.page)
+			r.endBlocks = blocks
+			if why := CheckAnswer(r.cfg.Task, r.cfg.StartURL, res.Answer, src); why != "" {
+				unverified = "unverified answer: " + why
+				res.Success = false
+				r.logf("answer %q fails the answer checks: %s", oneLine(res.Answer, 80), why)
+			}
 		}
 	}
 	if runErr != nil {
@@ -244,6 +264,8 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 			res.Error = fmt.Sprintf("no answer within %d turns", r.maxTurns)
 		case res.Answer == "":
 			res.Error = "the planner gave up without an answer"
+		case unverified != "":
+			res.Error = unverified
 		default:
 			res.Error = "the answer was not read on the page in this run"
 		}
@@ -251,6 +273,14 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 
 	// The final screenshot and page, best effort, with a context that
 	// survives cancellation.
+	var cond *engine.SuccessCondition
+	if res.Success && r.page != nil {
+		// Before the page closes, on its own budget: the deposit's must
+		// not be spent reading a long page.
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), depositTimeout)
+		cond = r.condition(cctx)
+		ccancel()
+	}
 	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), depositTimeout)
 	defer cancel()
 	var finalURL, finalTitle string
@@ -287,9 +317,14 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	if r.recall != nil && res.Tier != engine.P5 {
 		t.FactsRevision = r.recall.Revision // ties the outcome to the knowledge used
 	}
-	if !res.Success {
+	if res.Success {
+		t.SuccessCondition = cond
+	} else {
 		t.Outcome, t.Error = engine.Failure, res.Error
 		t.FailureCategory = r.noFault(ctx, runErr, done)
+		if unverified != "" && runErr == nil {
+			t.FailureCategory = engine.UnverifiedAnswer
+		}
 	}
 	saved, err := r.cfg.Engine.SaveTrace(fin, t, r.sensitive)
 	if err != nil {
@@ -398,7 +433,9 @@ func (r *run) state(ctx context.Context) *State {
 	p := r.page
 	url := p.URL()
 	title, _ := p.Title(ctx)
-	els, err := p.Elements(ctx, "", 100)
+	// Every control of the page: a real index page has hundreds of links,
+	// and the one the task needs is rarely among the first.
+	els, err := p.Elements(ctx, "", maxObserved)
 	if err != nil {
 		r.log.Debug("observe: elements", "err", err)
 	}
@@ -423,12 +460,23 @@ func (r *run) state(ctx context.Context) *State {
 	for _, lv := range labels {
 		r.corpus = append(r.corpus, lv.Label+": "+lv.Value)
 	}
+	var blocks []Block
+	status := 0
+	if rd, ok := p.(Reader); ok {
+		if blocks, err = rd.Blocks(ctx); err != nil {
+			r.log.Debug("observe: blocks", "err", err)
+		}
+		for i := range blocks {
+			blocks[i].Text, blocks[i].Under = Scrub(blocks[i].Text, sec), Scrub(blocks[i].Under, sec)
+		}
+		status = rd.StatusCode(ctx)
+	}
 	hist := make([]Turn, len(r.history))
 	copy(hist, r.history)
 	return &State{
 		Task: r.cfg.Task, Memory: r.memory, Tier: r.res.Tier, URL: Scrub(url, sec), Title: title,
 		Observation: Observe(Scrub(url, sec), title, els, labels, text), Elements: els, Labels: labels,
-		PageText: text, History: hist, Turn: len(r.steps) + 1, MaxTurns: r.maxTurns,
+		PageText: text, Blocks: blocks, Status: status, History: hist, Turn: len(r.steps) + 1, MaxTurns: r.maxTurns,
 		Params: copyMap(r.params), SecretNames: sortedNames(r.cfg.Secrets),
 	}
 }
@@ -453,6 +501,9 @@ func (r *run) exec(ctx context.Context, a Action, param string, replayed bool) T
 			shown.Value, real.Value = target, target
 		}
 	}
+	if a.Tool == "click" || a.Tool == "type" {
+		r.landTarget = r.target(ctx, a.Selector, !replayed)
+	}
 	t0 := r.now()
 	var tr ToolResult
 	if a.Tool == "press" {
@@ -470,8 +521,18 @@ func (r *run) exec(ctx context.Context, a Action, param string, replayed bool) T
 		tr = Exec(ctx, r.page, real, r.cfg.ShotDir)
 	}
 	d := r.now().Sub(t0)
+	kind := KindOf(tr.Error)
+	if tr.Error == "" && (a.Tool == "navigate" || a.Tool == "click" || a.Tool == "press" || a.Tool == "type" && a.Submit) {
+		// A step that lands on an error page failed, whatever the browser
+		// said about the load.
+		if why, status := landedOnError(ctx, r.page); why != "" {
+			tr.Error = fmt.Sprintf("%s: landed on an error page (%s) at %s", a.Tool, why, r.page.URL())
+			kind, r.landStatus = engine.KindErrorPage, status
+		}
+	}
 	tr = scrubResult(tr, r.cfg.Secrets)
-	r.record(shown, param, replayed, tr, d, KindOf(tr.Error))
+	r.record(shown, param, replayed, tr, d, kind)
+	r.landStatus, r.landTarget = 0, nil
 	return tr
 }
 
@@ -490,7 +551,7 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 		url = Scrub(r.page.URL(), r.cfg.Secrets)
 	}
 	st := engine.Step{Action: a.Tool, Selector: a.Selector, Value: a.Value, Param: param,
-		OK: ok, Error: tr.Error, ErrorKind: kind, DurationMs: d.Milliseconds(), URL: url}
+		OK: ok, Error: tr.Error, ErrorKind: kind, DurationMs: d.Milliseconds(), URL: url, HTTPStatus: r.landStatus, Target: r.landTarget}
 	sensitive := false
 	switch a.Tool {
 	case "navigate":

@@ -557,6 +557,7 @@ func derive(f *engine.Facts, x *engine.Experience, route *engine.Trace, fresh []
 			}
 		}
 		f.Steps = steps
+		f.SuccessCondition = routeCondition(route, fresh)
 		// Selectors this tree observed in runs are managed here; names whose
 		// selector no run used (a hand edit, a patch) are kept as they are.
 		for name, s := range f.Selectors {
@@ -603,6 +604,22 @@ func derive(f *engine.Facts, x *engine.Experience, route *engine.Trace, fresh []
 	f.Revision = f.ContentHash()
 }
 
+// routeCondition is the success condition stored with a route: what the
+// route's run and the other fresh successful runs of the same route shape
+// agree on at the end (engine.CommonCondition).
+func routeCondition(route *engine.Trace, fresh []*engine.Trace) *engine.SuccessCondition {
+	if route.SuccessCondition.Empty() {
+		return nil
+	}
+	cs := []*engine.SuccessCondition{route.SuccessCondition}
+	for _, t := range fresh {
+		if t != route && t.Outcome == engine.Success && !t.SuccessCondition.Empty() && t.SuccessCondition.Selector == route.SuccessCondition.Selector {
+			cs = append(cs, t.SuccessCondition)
+		}
+	}
+	return engine.CommonCondition(cs)
+}
+
 // routeOf turns a successful trace into the route to store: its successful
 // steps, each selector replaced by the best of it and its fallbacks by their
 // own record, and the named selectors of the route.
@@ -614,7 +631,7 @@ func routeOf(t *engine.Trace, stats map[string]*engine.SelectorStats) ([]engine.
 		if !s.OK || s.Action == "done" {
 			continue
 		}
-		st := engine.Step{Seq: len(steps) + 1, Action: s.Action, Selector: s.Selector, Param: s.Param, URL: s.URL, OK: true}
+		st := engine.Step{Seq: len(steps) + 1, Action: s.Action, Selector: s.Selector, Param: s.Param, URL: s.URL, OK: true, Target: s.Target}
 		if s.Param == "" {
 			st.Value = s.Value
 		}

@@ -22,7 +22,14 @@ const (
 	LazyLoading        FailureCategory = "lazy_loading"
 	ABExperiment       FailureCategory = "ab_experiment"
 	UnexpectedRedirect FailureCategory = "unexpected_redirect"
-	Unknown            FailureCategory = "unknown"
+	// UnverifiedAnswer: the run ended with an answer that failed the answer
+	// checks (an echo of the task, read from an error page or another site,
+	// not of the asked type). Set by the agent, never guessed from text.
+	UnverifiedAnswer FailureCategory = "unverified_answer"
+	// SuccessConditionFailed: a replay's end did not meet the route's
+	// success condition (final page, where the answer sits, its type).
+	SuccessConditionFailed FailureCategory = "success_condition_failed"
+	Unknown                FailureCategory = "unknown"
 
 	// Outcomes the site is not to blame for: weight 0 against the route.
 	Aborted      FailureCategory = "aborted"       // cancelled by the user (Ctrl-C, SIGTERM, the turn limit with no page failure)
@@ -33,7 +40,8 @@ const (
 
 // FailureCategories lists every category, in documentation order.
 var FailureCategories = []FailureCategory{AntiBot, AuthRequired, PermissionDenied, OverlayBlocked,
-	Network, SelectorDrift, VisualDrift, Timing, LazyLoading, ABExperiment, UnexpectedRedirect, Unknown,
+	Network, SelectorDrift, VisualDrift, Timing, LazyLoading, ABExperiment, UnexpectedRedirect,
+	UnverifiedAnswer, SuccessConditionFailed, Unknown,
 	Aborted, PlannerError, JudgedWrong}
 
 // Valid reports whether c is a known category.
@@ -67,6 +75,9 @@ const (
 	KindRedirect   = "redirect"    // landed on another URL than expected
 	KindCaptcha    = "captcha"
 	KindLogin      = "login"
+	KindErrorPage  = "error_page" // an action landed on an error page (HTTP ≥ 400, a browser error page)
+	// KindSuccessCondition: a replay's end failed the route's success condition.
+	KindSuccessCondition = "success_condition"
 )
 
 // Classify decides the failure category of a failed trace. Structured signals
@@ -111,6 +122,8 @@ func Classify(t *Trace) FailureCategory {
 			return Network
 		case KindRedirect:
 			return UnexpectedRedirect
+		case KindSuccessCondition:
+			return SuccessConditionFailed
 		case KindNotVisible:
 			return OverlayBlocked
 		case KindNoElement:

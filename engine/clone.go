@@ -14,8 +14,20 @@ func cloneSteps(ss []Step) []Step {
 	out := slices.Clone(ss)
 	for i := range out {
 		out[i].Fallbacks = slices.Clone(out[i].Fallbacks)
+		if t := out[i].Target; t != nil {
+			cp := *t
+			out[i].Target = &cp
+		}
 	}
 	return out
+}
+
+func cloneCondition(c *SuccessCondition) *SuccessCondition {
+	if c == nil {
+		return nil
+	}
+	cp := *c
+	return &cp
 }
 
 // Clone returns a deep copy of t (nil for nil).
@@ -28,6 +40,7 @@ func (t *Trace) Clone() *Trace {
 	c.Steps = cloneSteps(t.Steps)
 	c.Result.Extracted = maps.Clone(t.Result.Extracted)
 	c.Redactions = slices.Clone(t.Redactions)
+	c.SuccessCondition = cloneCondition(t.SuccessCondition)
 	return &c
 }
 
@@ -53,6 +66,7 @@ func (f *Facts) Clone() *Facts {
 	c.Provenance.Traces = slices.Clone(f.Provenance.Traces)
 	c.Provenance.Sources = slices.Clone(f.Provenance.Sources)
 	c.History = slices.Clone(f.History)
+	c.SuccessCondition = cloneCondition(f.SuccessCondition)
 	return &c
 }
 

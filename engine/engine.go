@@ -134,8 +134,8 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 		TaskType: firstNonEmpty(req.TaskType, in.TaskType), URL: firstNonEmpty(req.URL, in.URL),
 		Outcome: outcome, Error: in.ErrorMessage, HTTPStatus: in.HTTPStatus, DurationMs: in.DurationMs,
 		PlannerCalls: in.PlannerCalls, Tier: Tier(in.Tier), Params: in.Params, FailureCategory: FailureCategory(in.FailureCategory),
-		FactsRevision: in.FactsRevision,
-		Result:        Result{Answer: in.Answer, FinalURL: finalURL, FinalTitle: finalTitle},
+		FactsRevision: in.FactsRevision, SuccessCondition: in.SuccessCondition,
+		Result: Result{Answer: in.Answer, FinalURL: finalURL, FinalTitle: finalTitle},
 	}
 	if in.StartedAt != nil {
 		t.StartedAt = in.StartedAt.Time
@@ -170,7 +170,7 @@ func (e *Engine) BuildTrace(req SaveRequest) (*Trace, error) {
 			seq = s.Sequence
 		}
 		t.Steps = append(t.Steps, Step{Seq: seq, Action: s.Action, Selector: s.Selector, Fallbacks: s.Fallbacks, Value: s.Value,
-			Param: s.Param, URL: s.URL, OK: ok, Error: stepErr, ErrorKind: s.ErrorKind, HTTPStatus: s.HTTPStatus,
+			Param: s.Param, URL: s.URL, OK: ok, Error: stepErr, ErrorKind: s.ErrorKind, HTTPStatus: s.HTTPStatus, Target: s.Target,
 			Result: resultString(s.Result), DurationMs: s.DurationMs})
 		if s.Sensitive {
 			sensitive[i] = true
@@ -697,6 +697,7 @@ func (e *Engine) recall(en *entry, n NormalizedURL, match string, p Policy) *Rec
 		}
 		r.Steps = append(r.Steps, f.Steps...)
 		r.ExtractionQuery = f.ExtractionQuery
+		r.SuccessCondition = f.SuccessCondition
 		r.KnownBlockers = append(r.KnownBlockers, f.KnownBlockers...)
 		r.AntiPatterns = append(r.AntiPatterns, f.AntiPatterns...)
 		r.InteractionHints = append(r.InteractionHints, f.InteractionHints...)

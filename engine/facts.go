@@ -15,24 +15,27 @@ import (
 // Facts is the reviewed knowledge of one (domain, intent): what humans read in
 // pull requests and what Query serves.
 type Facts struct {
-	Format           int                 `yaml:"format" json:"format"`
-	Domain           string              `yaml:"domain" json:"domain"`
-	Intent           string              `yaml:"intent" json:"intent"`
-	IntentKey        string              `yaml:"intent_key" json:"intent_key"`
-	TaskType         string              `yaml:"task_type,omitempty" json:"task_type,omitempty"`
-	URLPatterns      []string            `yaml:"url_patterns,omitempty" json:"url_patterns,omitempty"`
-	Status           Status              `yaml:"status" json:"status"`
-	Revision         string              `yaml:"revision,omitempty" json:"revision,omitempty"`
-	Supersedes       string              `yaml:"supersedes,omitempty" json:"supersedes,omitempty"`
-	Selectors        map[string]Selector `yaml:"selectors,omitempty" json:"selectors,omitempty"`
-	Steps            []Step              `yaml:"steps,omitempty" json:"steps,omitempty"`
-	ExtractionQuery  string              `yaml:"extraction_query,omitempty" json:"extraction_query,omitempty"`
-	InteractionHints []string            `yaml:"interaction_hints,omitempty" json:"interaction_hints,omitempty"`
-	KnownBlockers    []Blocker           `yaml:"known_blockers,omitempty" json:"known_blockers,omitempty"`
-	AntiPatterns     []string            `yaml:"anti_patterns,omitempty" json:"anti_patterns,omitempty"`
-	Answers          []Answer            `yaml:"answers,omitempty" json:"answers,omitempty"`
-	Provenance       Provenance          `yaml:"provenance,omitempty" json:"provenance,omitempty"`
-	History          []Transition        `yaml:"history,omitempty" json:"history,omitempty"`
+	Format          int                 `yaml:"format" json:"format"`
+	Domain          string              `yaml:"domain" json:"domain"`
+	Intent          string              `yaml:"intent" json:"intent"`
+	IntentKey       string              `yaml:"intent_key" json:"intent_key"`
+	TaskType        string              `yaml:"task_type,omitempty" json:"task_type,omitempty"`
+	URLPatterns     []string            `yaml:"url_patterns,omitempty" json:"url_patterns,omitempty"`
+	Status          Status              `yaml:"status" json:"status"`
+	Revision        string              `yaml:"revision,omitempty" json:"revision,omitempty"`
+	Supersedes      string              `yaml:"supersedes,omitempty" json:"supersedes,omitempty"`
+	Selectors       map[string]Selector `yaml:"selectors,omitempty" json:"selectors,omitempty"`
+	Steps           []Step              `yaml:"steps,omitempty" json:"steps,omitempty"`
+	ExtractionQuery string              `yaml:"extraction_query,omitempty" json:"extraction_query,omitempty"`
+	// SuccessCondition is what the route's successful runs had in common at
+	// the end (success.go); a replay checks it live.
+	SuccessCondition *SuccessCondition `yaml:"success_condition,omitempty" json:"success_condition,omitempty"`
+	InteractionHints []string          `yaml:"interaction_hints,omitempty" json:"interaction_hints,omitempty"`
+	KnownBlockers    []Blocker         `yaml:"known_blockers,omitempty" json:"known_blockers,omitempty"`
+	AntiPatterns     []string          `yaml:"anti_patterns,omitempty" json:"anti_patterns,omitempty"`
+	Answers          []Answer          `yaml:"answers,omitempty" json:"answers,omitempty"`
+	Provenance       Provenance        `yaml:"provenance,omitempty" json:"provenance,omitempty"`
+	History          []Transition      `yaml:"history,omitempty" json:"history,omitempty"`
 }
 
 // Selector is a named element of the route with its fallbacks.
@@ -97,7 +100,8 @@ func (f *Facts) ContentHash() string {
 		Blockers    []Blocker
 		Anti        []string
 		Answers     []Answer
-	}{f.URLPatterns, f.Selectors, f.Steps, f.ExtractionQuery, f.InteractionHints, f.KnownBlockers, f.AntiPatterns, f.Answers}
+		Success     *SuccessCondition `json:",omitempty"` // absent: the hashes of entries without one are unchanged
+	}{f.URLPatterns, f.Selectors, f.Steps, f.ExtractionQuery, f.InteractionHints, f.KnownBlockers, f.AntiPatterns, f.Answers, f.SuccessCondition}
 	b, _ := json.Marshal(c) // maps marshal with sorted keys: deterministic
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:12]

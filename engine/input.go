@@ -43,6 +43,8 @@ type TraceInput struct {
 	Params            []string          `json:"params"`
 	Writer            string            `json:"writer"`
 	Metadata          map[string]string `json:"metadata"`
+	// SuccessCondition is where a successful run read its answer.
+	SuccessCondition *SuccessCondition `json:"success_condition"`
 }
 
 // StepInput is one step as callers send it.
@@ -64,6 +66,8 @@ type StepInput struct {
 	HTTPStatus int       `json:"http_status"`
 	DurationMs int64     `json:"duration_ms"`
 	Sensitive  bool      `json:"sensitive"` // the value is a secret: never stored
+	// Target is the fingerprint of the control a click or type acted on.
+	Target *Fingerprint `json:"target"`
 }
 
 // FinalState is Browser4's final page of a run.

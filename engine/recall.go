@@ -23,14 +23,16 @@ type Recall struct {
 	Fallbacks        map[string][]string `json:"fallbacks,omitempty"`
 	Steps            []Step              `json:"steps"`
 	ExtractionQuery  string              `json:"extraction_query,omitempty"`
-	KnownBlockers    []Blocker           `json:"known_blockers"`
-	AntiPatterns     []string            `json:"anti_patterns"`
-	InteractionHints []string            `json:"interaction_hints"`
-	Answers          []Answer            `json:"answers"`
-	Warnings         []string            `json:"warnings"`
-	LastVerified     *time.Time          `json:"last_verified,omitempty"`
-	SuccessCount     int                 `json:"success_count"`
-	FailureCount     int                 `json:"failure_count"`
+	// SuccessCondition is the route's success condition (success.go).
+	SuccessCondition *SuccessCondition `json:"success_condition,omitempty"`
+	KnownBlockers    []Blocker         `json:"known_blockers"`
+	AntiPatterns     []string          `json:"anti_patterns"`
+	InteractionHints []string          `json:"interaction_hints"`
+	Answers          []Answer          `json:"answers"`
+	Warnings         []string          `json:"warnings"`
+	LastVerified     *time.Time        `json:"last_verified,omitempty"`
+	SuccessCount     int               `json:"success_count"`
+	FailureCount     int               `json:"failure_count"`
 	// Reasons say why the tier: one line per condition that decided it and per
 	// unmet condition of the next tier up (DecideTier).
 	Reasons           []string `json:"reasons"`

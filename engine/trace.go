@@ -44,7 +44,9 @@ type Trace struct {
 	Params          []string        `yaml:"params,omitempty" json:"params,omitempty"`
 	Steps           []Step          `yaml:"steps,omitempty" json:"steps,omitempty"`
 	Result          Result          `yaml:"result,omitempty" json:"result,omitempty"`
-	Redactions      []string        `yaml:"redactions,omitempty" json:"redactions,omitempty"`
+	// SuccessCondition is where a successful run read its answer.
+	SuccessCondition *SuccessCondition `yaml:"success_condition,omitempty" json:"success_condition,omitempty"`
+	Redactions       []string          `yaml:"redactions,omitempty" json:"redactions,omitempty"`
 }
 
 // Step is one tool call of a run.
@@ -62,6 +64,8 @@ type Step struct {
 	HTTPStatus int      `yaml:"http_status,omitempty" json:"http_status,omitempty"`
 	Result     string   `yaml:"result,omitempty" json:"result,omitempty"`
 	DurationMs int64    `yaml:"duration_ms,omitempty" json:"duration_ms,omitempty"`
+	// Target is the fingerprint of the control a click or type acted on.
+	Target *Fingerprint `yaml:"target,omitempty" json:"target,omitempty"`
 }
 
 // Result is what a run produced.

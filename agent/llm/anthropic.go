@@ -37,6 +37,7 @@ type anResponse struct {
 	Type    string `json:"type"`
 	Content []struct {
 		Type  string          `json:"type"`
+		ID    string          `json:"id"`
 		Text  string          `json:"text"`
 		Name  string          `json:"name"`
 		Input json.RawMessage `json:"input"`
@@ -49,40 +50,71 @@ type anResponse struct {
 }
 
 // Next implements agent.Planner: one Messages call, one tool_use block.
+// Malformed tool input or an unknown tool goes back to the model as an
+// error tool_result, prose as a reminder, at most MaxRepairs times; prose is
+// never taken as the answer.
 func (p *Anthropic) Next(ctx context.Context, s *agent.State) (agent.Action, error) {
 	var defs []map[string]any
 	for _, t := range tools {
 		defs = append(defs, map[string]any{"name": t.Name, "description": t.Description, "input_schema": t.schema()})
 	}
-	body := map[string]any{
-		"model":       p.cfg.Model,
-		"max_tokens":  p.cfg.MaxTokens,
-		"system":      systemPrompt,
-		"messages":    []map[string]any{{"role": "user", "content": userPrompt(s)}},
-		"tools":       defs,
-		"tool_choice": map[string]any{"type": "any"},
-		"temperature": 0,
+	var user any = userPrompt(s)
+	if img := p.cfg.image(s); img != nil {
+		user = []map[string]any{{"type": "text", "text": userPrompt(s)},
+			{"type": "image", "source": map[string]any{"type": "base64", "media_type": img.mime, "data": img.data}}}
 	}
+	msgs := []map[string]any{{"role": "user", "content": user}}
 	headers := map[string]string{"x-api-key": p.cfg.APIKey, "anthropic-version": AnthropicVersion}
 	url := p.cfg.BaseURL + "/v1/messages"
-	var resp anResponse
-	if err := post(ctx, &p.cfg, url, headers, body, &resp); err != nil {
-		return agent.Action{}, err
-	}
-	if resp.Error != nil {
-		return agent.Action{}, fmt.Errorf("%w: %s: %s: %s", ErrAPI, url, resp.Error.Type, resp.Error.Message)
-	}
-	var text []string
-	for _, c := range resp.Content {
-		switch c.Type {
-		case "tool_use":
-			return toAction(c.Name, c.Input)
-		case "text":
-			text = append(text, c.Text)
+turns:
+	for attempt := 0; ; attempt++ {
+		body := map[string]any{
+			"model": p.cfg.Model, "max_tokens": p.cfg.MaxTokens, "system": systemPrompt, "messages": msgs,
+			"tools": defs, "tool_choice": map[string]any{"type": "any"}, "temperature": 0,
 		}
+		var resp anResponse
+		if err := post(ctx, &p.cfg, url, headers, body, &resp); err != nil {
+			return agent.Action{}, err
+		}
+		if resp.Error != nil {
+			return agent.Action{}, fmt.Errorf("%w: %s: %s: %s", ErrAPI, url, resp.Error.Type, resp.Error.Message)
+		}
+		var text []string
+		for _, c := range resp.Content {
+			switch c.Type {
+			case "tool_use":
+				a, err := toAction(c.Name, c.Input)
+				if err != nil && attempt < MaxRepairs {
+					id := c.ID
+					if id == "" {
+						id = fmt.Sprintf("toolu_%d", attempt)
+					}
+					input := c.Input
+					if !json.Valid(input) {
+						input = json.RawMessage("{}")
+					}
+					msgs = append(msgs,
+						map[string]any{"role": "assistant", "content": []map[string]any{{"type": "tool_use", "id": id, "name": c.Name, "input": input}}},
+						map[string]any{"role": "user", "content": []map[string]any{{"type": "tool_result", "tool_use_id": id, "is_error": true,
+							"content": "error: " + err.Error() + " — call the tool again with valid arguments"}}})
+					continue turns
+				}
+				return a, err
+			case "text":
+				text = append(text, c.Text)
+			}
+		}
+		if len(resp.Content) == 0 && len(text) == 0 && attempt >= MaxRepairs {
+			return agent.Action{}, fmt.Errorf("%w: malformed answer from %s: no tool_use or text block", ErrAPI, url)
+		}
+		if attempt < MaxRepairs {
+			prose := strings.TrimSpace(strings.Join(text, "\n"))
+			if prose == "" {
+				prose = "(no content)"
+			}
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": prose}, map[string]any{"role": "user", "content": noToolCall})
+			continue
+		}
+		return agent.Action{Tool: "done"}, nil // prose is no answer read on the page
 	}
-	if t := strings.TrimSpace(strings.Join(text, "\n")); t != "" {
-		return agent.Action{Tool: "done", Value: t}, nil
-	}
-	return agent.Action{}, fmt.Errorf("%w: malformed answer from %s: no tool_use or text block", ErrAPI, url)
 }

@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,40 @@ type Config struct {
 	// Sleep waits between retries; nil means a real, ctx-aware sleep. Tests
 	// inject one to observe Retry-After without waiting.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Images sends the last screenshot a turn took to the model as an
+	// image (PEM_LLM_IMAGES=1), for models that accept images.
+	Images bool
+}
+
+// MaxRepairs bounds how often one Next sends a malformed tool call back to
+// the model as an error result (or a reply in prose back with a reminder)
+// before it gives up.
+const MaxRepairs = 2
+
+// noToolCall answers a reply in prose.
+const noToolCall = "Reply with exactly one tool call. To finish, call done with the answer as read on the page (an empty answer gives up)."
+
+type image struct{ mime, data string }
+
+// image is the screenshot the last turn took, when images are on and the
+// file is there (at most 4 MB).
+func (c *Config) image(s *agent.State) *image {
+	if !c.Images || len(s.History) == 0 {
+		return nil
+	}
+	t := s.History[len(s.History)-1]
+	if t.Action.Tool != "screenshot" || len(t.Result.Attachments) == 0 {
+		return nil
+	}
+	data, err := os.ReadFile(t.Result.Attachments[0])
+	if err != nil || len(data) > 4<<20 {
+		return nil
+	}
+	mime := "image/png"
+	if strings.HasSuffix(strings.ToLower(t.Result.Attachments[0]), ".jpg") {
+		mime = "image/jpeg"
+	}
+	return &image{mime: mime, data: base64.StdEncoding.EncodeToString(data)}
 }
 
 // FromEnv fills cfg's empty fields from the PEM_LLM_* environment variables.
@@ -43,6 +78,9 @@ func FromEnv(cfg Config, fallbackKeyVar string) Config {
 	}
 	if cfg.APIKey == "" && fallbackKeyVar != "" {
 		cfg.APIKey = os.Getenv(fallbackKeyVar)
+	}
+	if v := os.Getenv("PEM_LLM_IMAGES"); v != "" && v != "0" && v != "false" {
+		cfg.Images = true
 	}
 	return cfg
 }
@@ -261,7 +299,15 @@ func toAction(name string, args json.RawMessage) (agent.Action, error) {
 // systemPrompt is the standing instruction; the Memory section goes in the
 // user message, marked as data.
 const systemPrompt = `You are a browser agent. Each turn you see the task, what memory holds for it, the current page and the steps so far, and you call exactly one tool.
-Rules: use selectors from the observation; read answers on the current page in this run (memory is data to verify, never the answer itself); values that change (counts, statuses, "latest") must be read live; type secrets only as {{secret:NAME}}; call done with the answer as soon as the page shows it, or with an empty answer if the task cannot be done.`
+Rules:
+- Look at the page before acting: read the observation (or take a screenshot, or get_text) first.
+- After a navigation or a click that loads a page, wait for it to settle before you read it.
+- List elements (get_elements) before clicking when the selector you need is not in the observation; use selectors from the observation.
+- Do not loop: if an action failed or led nowhere, try another way (another link, going back, the site's search) instead of repeating it.
+- Read answers on the current page in this run (memory is data to verify, never the answer itself); values that change (counts, statuses, "latest") must be read live.
+- Answer what was asked, of the kind asked (a number, a date, a version, a command), from the content under the matching heading, not the heading itself; never from an error page or another site.
+- Type secrets only as {{secret:NAME}}.
+- Call done with the answer as soon as the page shows it, or with an empty answer if the task cannot be done.`
 
 // userPrompt renders one turn's state.
 func userPrompt(s *agent.State) string {
@@ -289,21 +335,43 @@ func userPrompt(s *agent.State) string {
 			if t.Action.Tool == "navigate" && t.Action.Value != "" {
 				line += " " + strconv.Quote(t.Action.Value)
 			}
-			switch {
-			case t.Result.Error != "":
-				line += " → error: " + oneLine(t.Result.Error, 200)
-			case t.Result.LongTermMemory != "":
-				line += " → " + oneLine(t.Result.LongTermMemory, 200)
-			case t.Result.ExtractedContent != "":
-				line += " → " + oneLine(t.Result.ExtractedContent, 200)
-			}
-			b.WriteString(line + "\n")
+			b.WriteString(line + resultText(t.Result, start+i == len(s.History)-1) + "\n")
 		}
 		b.WriteByte('\n')
 	}
 	b.WriteString("Current page:\n")
 	b.WriteString(s.Observation)
 	return b.String()
+}
+
+// resultText renders a tool result as the ActionResult model says: the
+// error always; the full extracted content on the turn right after the
+// tool ran (latest); afterwards the long-term memory, or, for results not
+// marked include_extracted_content_only_once, a short excerpt.
+func resultText(r agent.ToolResult, latest bool) string {
+	switch {
+	case r.Error != "":
+		return " → error: " + oneLine(r.Error, 500)
+	case latest && r.ExtractedContent != "":
+		return " → result:\n" + capRunes(r.ExtractedContent, maxResultChars) + "\n(end of result)"
+	case r.LongTermMemory != "":
+		return " → " + oneLine(r.LongTermMemory, 300)
+	case r.ExtractedContent != "" && !r.IncludeExtractedContentOnlyOnce:
+		return " → " + oneLine(r.ExtractedContent, 300)
+	case r.ExtractedContent != "":
+		return " → (shown once, " + strconv.Itoa(len([]rune(r.ExtractedContent))) + " characters)"
+	}
+	return ""
+}
+
+// maxResultChars caps the one full showing of a tool result.
+const maxResultChars = 8000
+
+func capRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…[truncated]"
+	}
+	return s
 }
 
 func placeholders(names []string) string {

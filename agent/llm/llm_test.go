@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -205,8 +206,9 @@ func TestErrors(t *testing.T) {
 	}{
 		{"malformed JSON", []reply{{status: 200, body: `{"choices": [`}}, "malformed answer"},
 		{"no choices", []reply{{status: 200, body: `{"choices": []}`}}, "no choices"},
-		{"bad tool args", []reply{{status: 200, body: `{"choices":[{"message":{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"click","arguments":"{not json"}}]}}]}`}}, "not a JSON object"},
-		{"unknown tool", []reply{{status: 200, body: `{"choices":[{"message":{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"rm_rf","arguments":"{}"}}]}}]}`}}, "unknown tool"},
+		// Malformed calls go back to the model MaxRepairs times, then fail.
+		{"bad tool args", repeat(reply{status: 200, body: badArgsBody}, MaxRepairs+1), "not a JSON object"},
+		{"unknown tool", repeat(reply{status: 200, body: `{"choices":[{"message":{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"rm_rf","arguments":"{}"}}]}}]}`}, MaxRepairs+1), "unknown tool"},
 		{"401", []reply{{status: 401, body: `{"error":{"message":"bad key"}}`}}, "PEM_LLM_API_KEY"},
 		{"400", []reply{{status: 400, body: `{"error":{"message":"bad request"}}`}}, "answered 400"},
 		{"500 forever", []reply{{status: 500, body: "x"}, {status: 500, body: "x"}, {status: 500, body: "x"}, {status: 500, body: "x"}}, "after 4 tries"},
@@ -245,12 +247,74 @@ func TestCancelStopsRetries(t *testing.T) {
 	}
 }
 
-func TestProseAnswerIsDone(t *testing.T) {
-	_, hs := newServer(t, reply{status: 200, body: `{"type":"message","content":[{"type":"text","text":"1,234 stars"}]}`})
+// A reply in prose is not an answer read on the page: the model is
+// reminded to call a tool, and after MaxRepairs reminders the planner gives
+// up (done with no answer), so the prose is never printed as an answer.
+func TestProseIsNoAnswer(t *testing.T) {
+	prose := reply{status: 200, body: `{"type":"message","content":[{"type":"text","text":"1,234 stars"}]}`}
+	srv, hs := newServer(t, repeat(prose, MaxRepairs+1)...)
 	p := newPlanner(t, "anthropic", Config{BaseURL: hs.URL, Model: "m", APIKey: "k"})
 	a, err := p.Next(context.Background(), state())
-	if err != nil || a.Tool != "done" || a.Value != "1,234 stars" {
+	if err != nil || a.Tool != "done" || a.Value != "" {
+		t.Fatalf("got %+v, %v; want done with no answer", a, err)
+	}
+	msgs := srv.bodies[1]["messages"].([]any)
+	if last := msgs[len(msgs)-1].(map[string]any)["content"].(string); last != noToolCall {
+		t.Errorf("the reminder is %q", last)
+	}
+	// Then a tool call: taken.
+	srv, hs = newServer(t, prose, reply{status: 200, body: anToolUseBody})
+	p = newPlanner(t, "anthropic", Config{BaseURL: hs.URL, Model: "m", APIKey: "k"})
+	if a, err := p.Next(context.Background(), state()); err != nil || a.Tool != "type" || srv.requests() != 2 {
+		t.Fatalf("got %+v, %v after %d requests", a, err, srv.requests())
+	}
+}
+
+const badArgsBody = `{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"call_9","type":"function","function":{"name":"click","arguments":"{not json"}}]}}]}`
+
+func repeat(r reply, n int) []reply {
+	out := make([]reply, n)
+	for i := range out {
+		out[i] = r
+	}
+	return out
+}
+
+// A malformed tool call comes back to the model as an error result for the
+// same call id; the corrected call is taken.
+func TestMalformedArgumentsAreRepaired(t *testing.T) {
+	srv, hs := newServer(t, reply{status: 200, body: badArgsBody}, reply{status: 200, body: oaToolCallBody})
+	p := newPlanner(t, "openai", Config{BaseURL: hs.URL, Model: "m"})
+	a, err := p.Next(context.Background(), state())
+	if err != nil || a.Tool != "click" || a.Selector != "a#issues" {
 		t.Fatalf("got %+v, %v", a, err)
+	}
+	msgs := srv.bodies[1]["messages"].([]any)
+	last := msgs[len(msgs)-1].(map[string]any)
+	if last["role"] != "tool" || last["tool_call_id"] != "call_9" || !strings.Contains(last["content"].(string), "not a JSON object") {
+		t.Fatalf("the repair message is %v", last)
+	}
+}
+
+// Tool results follow the ActionResult model: the full text right after
+// the tool ran, then only its long-term memory (or nothing, for content
+// shown once); errors always.
+func TestResultsShownOnceThenRemembered(t *testing.T) {
+	page := strings.Repeat("word ", 600) + "THE-END"
+	s := state()
+	s.History = append(s.History, agent.Turn{Action: agent.Action{Tool: "get_text"},
+		Result: agent.ToolResult{ExtractedContent: page, IncludeExtractedContentOnlyOnce: true}})
+	if u := userPrompt(s); !strings.Contains(u, "THE-END") {
+		t.Fatalf("the latest result is not shown in full:\n%s", u)
+	}
+	s.History = append(s.History, agent.Turn{Action: agent.Action{Tool: "extract", Selector: "#x"},
+		Result: agent.ToolResult{ExtractedContent: "42", LongTermMemory: "extracted #x: 42"}})
+	u := userPrompt(s)
+	if strings.Contains(u, "THE-END") || !strings.Contains(u, "shown once") || !strings.Contains(u, "42") {
+		t.Fatalf("an older shown-once result is repeated, or the latest is missing:\n%s", u)
+	}
+	if !strings.Contains(systemPrompt, "Do not loop") || !strings.Contains(systemPrompt, "List elements") {
+		t.Errorf("the system prompt lacks the browser-agent rules")
 	}
 }
 
@@ -304,4 +368,34 @@ func newPlanner(t *testing.T, kind string, cfg Config) agent.Planner {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// With Images on, the screenshot the last turn took goes to the model as
+// an image; off, only its text.
+func TestScreenshotSentAsImage(t *testing.T) {
+	shot := t.TempDir() + "/screenshot-1.png"
+	if err := os.WriteFile(shot, []byte("\x89PNG fake"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := state()
+	s.History = append(s.History, agent.Turn{Action: agent.Action{Tool: "screenshot"},
+		Result: agent.ToolResult{ExtractedContent: "screenshot saved", Attachments: []string{shot}}})
+	for _, images := range []bool{false, true} {
+		srv, hs := newServer(t, reply{status: 200, body: oaToolCallBody})
+		p := newPlanner(t, "openai", Config{BaseURL: hs.URL, Model: "m", Images: images})
+		if _, err := p.Next(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		user := srv.bodies[0]["messages"].([]any)[1].(map[string]any)["content"]
+		parts, isParts := user.([]any)
+		if isParts != images {
+			t.Fatalf("images %v: content %T", images, user)
+		}
+		if images {
+			img := parts[1].(map[string]any)["image_url"].(map[string]any)["url"].(string)
+			if !strings.HasPrefix(img, "data:image/png;base64,") {
+				t.Fatalf("image part %q", img)
+			}
+		}
+	}
 }

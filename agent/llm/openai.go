@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/pemdev/pem/agent"
 )
@@ -30,9 +29,11 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 func (p *OpenAI) Name() string { return "openai" }
 
 type oaMessage struct {
-	Role      string       `json:"role"`
-	Content   string       `json:"content"`
-	ToolCalls []oaToolCall `json:"tool_calls,omitempty"`
+	Role string `json:"role"`
+	// Content is a string, or content parts (text and images) in requests.
+	Content    any          `json:"content"`
+	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string       `json:"tool_call_id,omitempty"`
 }
 
 type oaToolCall struct {
@@ -54,46 +55,62 @@ type oaResponse struct {
 	} `json:"error"`
 }
 
-// Next implements agent.Planner: one chat completion, one tool call.
+// Next implements agent.Planner: one chat completion, one tool call. A
+// reply with malformed tool arguments or an unknown tool goes back to the
+// model as an error result, and a reply in prose with a reminder to call a
+// tool, at most MaxRepairs times; prose is never taken as the answer.
 func (p *OpenAI) Next(ctx context.Context, s *agent.State) (agent.Action, error) {
 	var defs []map[string]any
 	for _, t := range tools {
 		defs = append(defs, map[string]any{"type": "function", "function": map[string]any{
 			"name": t.Name, "description": t.Description, "parameters": t.schema()}})
 	}
-	body := map[string]any{
-		"model": p.cfg.Model,
-		"messages": []oaMessage{
-			{Role: "system", Content: systemPrompt},
-			{Role: "user", Content: userPrompt(s)},
-		},
-		"tools":       defs,
-		"tool_choice": "required",
-		"temperature": 0,
+	var user any = userPrompt(s)
+	if img := p.cfg.image(s); img != nil {
+		user = []map[string]any{{"type": "text", "text": userPrompt(s)},
+			{"type": "image_url", "image_url": map[string]any{"url": "data:" + img.mime + ";base64," + img.data}}}
 	}
+	msgs := []oaMessage{{Role: "system", Content: systemPrompt}, {Role: "user", Content: user}}
 	headers := map[string]string{}
 	if p.cfg.APIKey != "" {
 		headers["Authorization"] = "Bearer " + p.cfg.APIKey
 	}
-	var resp oaResponse
 	url := p.cfg.BaseURL + "/chat/completions"
-	if err := post(ctx, &p.cfg, url, headers, body, &resp); err != nil {
-		return agent.Action{}, err
-	}
-	if resp.Error != nil {
-		return agent.Action{}, fmt.Errorf("%w: %s: %s", ErrAPI, url, resp.Error.Message)
-	}
-	if len(resp.Choices) == 0 {
-		return agent.Action{}, fmt.Errorf("%w: malformed answer from %s: no choices", ErrAPI, url)
-	}
-	msg := resp.Choices[0].Message
-	if len(msg.ToolCalls) == 0 {
-		// Some servers ignore tool_choice and answer in prose: take it as the answer.
-		if c := strings.TrimSpace(msg.Content); c != "" {
-			return agent.Action{Tool: "done", Value: c}, nil
+	for attempt := 0; ; attempt++ {
+		body := map[string]any{"model": p.cfg.Model, "messages": msgs, "tools": defs, "tool_choice": "required", "temperature": 0}
+		var resp oaResponse
+		if err := post(ctx, &p.cfg, url, headers, body, &resp); err != nil {
+			return agent.Action{}, err
 		}
-		return agent.Action{}, fmt.Errorf("%w: %s answered without a tool call", ErrAPI, url)
+		if resp.Error != nil {
+			return agent.Action{}, fmt.Errorf("%w: %s: %s", ErrAPI, url, resp.Error.Message)
+		}
+		if len(resp.Choices) == 0 {
+			return agent.Action{}, fmt.Errorf("%w: malformed answer from %s: no choices", ErrAPI, url)
+		}
+		msg := resp.Choices[0].Message
+		if len(msg.ToolCalls) == 0 {
+			// Some servers ignore tool_choice and answer in prose: remind,
+			// then give up. Prose is no answer read on the page.
+			if attempt < MaxRepairs {
+				prose, _ := msg.Content.(string)
+				msgs = append(msgs, oaMessage{Role: "assistant", Content: prose}, oaMessage{Role: "user", Content: noToolCall})
+				continue
+			}
+			return agent.Action{Tool: "done"}, nil
+		}
+		tc := msg.ToolCalls[0]
+		a, err := toAction(tc.Function.Name, json.RawMessage(tc.Function.Arguments))
+		if err != nil && attempt < MaxRepairs {
+			id := tc.ID
+			if id == "" {
+				id = fmt.Sprintf("call_%d", attempt)
+			}
+			tc.ID = id
+			msgs = append(msgs, oaMessage{Role: "assistant", Content: "", ToolCalls: []oaToolCall{tc}},
+				oaMessage{Role: "tool", ToolCallID: id, Content: "error: " + err.Error() + " — call the tool again with valid arguments"})
+			continue
+		}
+		return a, err
 	}
-	fn := msg.ToolCalls[0].Function
-	return toAction(fn.Name, json.RawMessage(fn.Arguments))
 }

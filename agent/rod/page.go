@@ -535,6 +535,33 @@ func (p *Page) Elements(ctx context.Context, selector string, limit int) ([]agen
 	return out, nil
 }
 
+// Blocks lists the page's readable blocks (see agent.Reader).
+// A long page (a changelog) has a thousand blocks and takes seconds to
+// list on a busy machine: it gets three page timeouts.
+func (p *Page) Blocks(ctx context.Context) ([]agent.Block, error) {
+	var out []agent.Block
+	if err := p.helperFor(ctx, 3*p.timeout, &out, "blocks", "", 3000); err != nil {
+		return nil, fmt.Errorf("blocks on %s: %w", p.URL(), err)
+	}
+	return out, nil
+}
+
+var _ agent.Reader = (*Page)(nil)
+
+// Describe describes the first element selector matches (see agent.Describer).
+func (p *Page) Describe(ctx context.Context, selector string) (agent.Element, bool, error) {
+	var out []agent.Element
+	if err := p.helper(ctx, &out, "elements", selector, 1); err != nil {
+		return agent.Element{}, false, fmt.Errorf("describe %q on %s: %w", selector, p.URL(), err)
+	}
+	if len(out) == 0 {
+		return agent.Element{}, false, nil
+	}
+	return out[0], true, nil
+}
+
+var _ agent.Describer = (*Page)(nil)
+
 // Labelled reads label→value pairs (see agent.Page).
 func (p *Page) Labelled(ctx context.Context) ([]agent.LabelValue, error) {
 	var out []agent.LabelValue
@@ -545,7 +572,12 @@ func (p *Page) Labelled(ctx context.Context) ([]agent.LabelValue, error) {
 }
 
 func (p *Page) helper(ctx context.Context, out any, op, arg string, limit int) error {
-	pg, _, cancel := p.with(ctx, 0)
+	return p.helperFor(ctx, 0, out, op, arg, limit)
+}
+
+// helperFor is helper with a timeout of d (the page timeout when 0).
+func (p *Page) helperFor(ctx context.Context, d time.Duration, out any, op, arg string, limit int) error {
+	pg, _, cancel := p.with(ctx, d)
 	defer cancel()
 	res, err := pg.Eval(pageJS, op, arg, limit)
 	if err != nil {

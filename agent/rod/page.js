@@ -1,6 +1,6 @@
 // pem's in-page helper, called by the rod adapter as fn(op, arg, limit).
-// ops: "elements" (arg = CSS selector or ""), "labelled", "exists" (arg = CSS
-// selector), "settle" (arg = {quiet, cap, fresh}).
+// ops: "elements" (arg = CSS selector or ""), "labelled", "blocks", "exists"
+// (arg = CSS selector), "settle" (arg = {quiet, cap, fresh}).
 function (op, arg, limit) {
   const esc = (v) => String(v).replace(/\\/g, "\\\\").replace(/"/g, '\\"');
   const unique = (sel, el) => {
@@ -64,6 +64,14 @@ function (op, arg, limit) {
     }
     return path.join(" > ");
   };
+  // region says where an element sits, from semantic markup only (tags and
+  // ARIA roles, never a site's classes): "main" content, "nav" chrome
+  // (navigation, header, footer, sidebars, search), or "" when unmarked.
+  const region = (el) => {
+    if (el.closest("nav, header, footer, aside, [role=navigation], [role=banner], [role=contentinfo], [role=complementary], [role=search]")) return "nav";
+    if (el.closest("main, article, [role=main]")) return "main";
+    return "";
+  };
   const labelOf = (el) => {
     const a = el.getAttribute("aria-label");
     if (a) return a.trim();
@@ -91,7 +99,7 @@ function (op, arg, limit) {
         Selector: selectorFor(el), Tag: tag, Text: t.slice(0, 200),
         Href: el.getAttribute("href") || "", Type: el.getAttribute("type") || "",
         Name: el.getAttribute("name") || "", Placeholder: el.getAttribute("placeholder") || "",
-        Label: labelOf(el), Role: el.getAttribute("role") || "", Visible: vis,
+        Label: labelOf(el), Role: el.getAttribute("role") || "", Visible: vis, Region: region(el),
       });
       if (limit > 0 && out.length >= limit) break;
     }
@@ -236,6 +244,52 @@ function (op, arg, limit) {
     found.sort((a, b) => a[0] - b[0]);
     for (const [, pairs] of found) for (const [l, v, e] of pairs) add(l, v, e);
     return out.slice(0, limit > 0 ? limit : 300);
+  }
+
+  if (op === "blocks") {
+    // The page's readable blocks in document order: headings, definition
+    // terms, paragraphs, code blocks, list items, table cells. Each carries
+    // the heading it sits under (the nearest heading before it, or the term
+    // of the definition it belongs to) and its region.
+    const sel = "h1, h2, h3, h4, h5, h6, dt, p, pre, li, td, th, dd, caption, blockquote";
+    const blockish = "p, pre, ul, ol, dl, table, div, blockquote";
+    const clean = (s) => s.replace(/\u00b6/g, "").replace(/\s+/g, " ").trim();
+    const out = [];
+    let level = 0;
+    const stack = [];
+    const chain = () => stack.map((x) => x[1]).join(" \u203a ");
+    // A block that is nothing but links is navigation (a table of
+    // contents), not content.
+    const linkOnly = (el) => {
+      const links = Array.from(el.querySelectorAll("a[href]")).map(text).join(" ").replace(/\s+/g, "");
+      return links.length > 0 && links === text(el).replace(/\s+/g, "");
+    };
+    for (const el of document.body ? document.body.querySelectorAll(sel) : []) {
+      const tag = el.tagName.toLowerCase();
+      const isHead = /^h[1-6]$/.test(tag);
+      if ((tag === "li" || tag === "dd" || tag === "td" || tag === "th" || tag === "blockquote") && el.querySelector(blockish)) continue;
+      if (!visible(el)) continue;
+      let t = tag === "pre" ? (el.innerText || el.textContent || "").replace(/\u00b6/g, "").trim() : clean(text(el));
+      if (!t) continue;
+      let under = "";
+      if (isHead) {
+        const lv = Number(tag[1]);
+        while (stack.length && stack[stack.length - 1][0] >= lv) stack.pop();
+        under = chain();
+        stack.push([lv, t]);
+        level = lv;
+      } else {
+        // The heading path; a definition's term last.
+        const dd = el.closest("dd");
+        const dt = dd && dd.previousElementSibling && dd.previousElementSibling.tagName === "DT" ? dd.previousElementSibling : null;
+        under = chain();
+        if (dt && tag !== "dt") under = (under ? under + " \u203a " : "") + clean(text(dt));
+      }
+      out.push({ Selector: selectorFor(el), Tag: tag, Text: t.slice(0, 1000), Under: under, Level: isHead ? level : 0,
+        Region: region(el), Link: !isHead && tag !== "dt" && linkOnly(el) });
+      if (limit > 0 && out.length >= limit) break;
+    }
+    return out;
   }
 
   if (op === "exists") {

@@ -1,0 +1,299 @@
+package agent
+
+import (
+	"context"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/pemdev/pem/engine"
+)
+
+// The answer checks: a run counts as a success only with an answer it can
+// stand behind (DESIGN §7). They live here, in one place; Run applies them
+// to every answer (planned or replayed) and records a failure with the
+// category unverified_answer and the reason.
+
+// AnswerType is the kind of value a question asks for.
+type AnswerType string
+
+const (
+	AnyAnswer     AnswerType = ""        // the question does not say
+	NumberAnswer  AnswerType = "number"  // how many, how much
+	DateAnswer    AnswerType = "date"    // when, which date
+	VersionAnswer AnswerType = "version" // which version, which release
+	CommandAnswer AnswerType = "command" // what command: code-like text
+	NameAnswer    AnswerType = "name"    // who
+	ExplainAnswer AnswerType = "explain" // why, how to: free text
+)
+
+var (
+	howManyRe = regexp.MustCompile(`(?i)\bhow\s+(?:many|much)\b|\bnumber\s+of\b|\bcount\s+of\b`)
+	whenRe    = regexp.MustCompile(`(?i)\bwhen\b|\b(?:what|which)\s+(?:date|day|year|month)\b|\brelease\s+date\b`)
+	versionRe = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}.+-]+\s+){0,2}(?:version|release)s?\b|\bversion\s+number\b`)
+	commandRe = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,2}command\b|\bcommand\s+(?:to|that|for)\b`)
+	whoRe     = regexp.MustCompile(`(?i)^\s*who\b|\bwho\s+(?:is|are|was|were|wrote|created|made|maintains|owns)\b`)
+	whyRe     = regexp.MustCompile(`(?i)^\s*(?:why|how\s+(?:do|does|can|should|to))\b`)
+)
+
+// AskedType reads the answer type a task asks for; AnyAnswer when unclear.
+// The first cue in the task wins ("When was version 2.2.1 released?" asks
+// for a date, "Which version dropped …" for a version).
+func AskedType(task string) AnswerType {
+	best, at := AnyAnswer, len(task)+1
+	for _, c := range []struct {
+		re *regexp.Regexp
+		t  AnswerType
+	}{{howManyRe, NumberAnswer}, {whenRe, DateAnswer}, {versionRe, VersionAnswer}, {commandRe, CommandAnswer}, {whoRe, NameAnswer}, {whyRe, ExplainAnswer}} {
+		if loc := c.re.FindStringIndex(task); loc != nil && loc[0] < at {
+			best, at = c.t, loc[0]
+		}
+	}
+	return best
+}
+
+var (
+	versionTok = regexp.MustCompile(`\b[vV]?\d+(?:\.\d+)+(?:[a-z]+\d*)?\b`)
+	dateTok    = regexp.MustCompile(`(?i)\b\d{4}-\d{2}-\d{2}\b|\b\d{4}/\d{1,2}/\d{1,2}\b|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+\d{4}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b`)
+	numberTok  = regexp.MustCompile(`\d[\d,.]*`)
+	promptRe   = regexp.MustCompile(`^(?:\$|>|#|%|PS>|C:\\>)\s+`)
+	cmdHeadRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*$`)
+)
+
+// ValuesOf returns the values of type t in s (versions, dates, numbers,
+// names), in order; nil for types without a token form.
+func ValuesOf(t AnswerType, s string) []string {
+	switch t {
+	case VersionAnswer:
+		var out []string
+		dates := dateTok.FindAllStringIndex(s, -1)
+		for _, loc := range versionTok.FindAllStringIndex(s, -1) {
+			in := false
+			for _, d := range dates {
+				in = in || loc[0] >= d[0] && loc[1] <= d[1]
+			}
+			if !in {
+				out = append(out, s[loc[0]:loc[1]])
+			}
+		}
+		return out
+	case DateAnswer:
+		return dateTok.FindAllString(s, -1)
+	case NumberAnswer:
+		return numberTok.FindAllString(s, -1)
+	case NameAnswer:
+		// A name-like value: a short phrase (a person, a handle, a user
+		// name), never a sentence.
+		if f := strings.Fields(s); len(f) > 0 && len(f) <= 6 && !strings.HasSuffix(strings.TrimSpace(s), ".") {
+			return f
+		}
+		return nil
+	}
+	return nil
+}
+
+// HasValueOf reports whether s holds a value of type t that the task does
+// not already hold (the task's own "3.6" does not answer "which version
+// dropped 3.6"). Any and explain answers always do.
+func HasValueOf(t AnswerType, s, task string) bool {
+	switch t {
+	case AnyAnswer, ExplainAnswer:
+		return true
+	case CommandAnswer:
+		return CodeLike(s)
+	}
+	own := map[string]bool{}
+	for _, v := range ValuesOf(t, task) {
+		own[strings.ToLower(v)] = true
+	}
+	for _, v := range ValuesOf(t, s) {
+		if !own[strings.ToLower(v)] {
+			return true
+		}
+	}
+	return false
+}
+
+// CodeLike reports whether s reads as a command or code: a first line that
+// starts with a lower-case program name (after an optional shell prompt)
+// and is not a sentence.
+func CodeLike(s string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(promptRe.ReplaceAllString(strings.TrimSpace(line), ""))
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) > 16 || strings.HasSuffix(line, ":") || strings.HasSuffix(line, ".") && len(f) > 4 {
+			return false
+		}
+		return cmdHeadRe.MatchString(f[0]) && (len(f) > 1 || strings.ContainsAny(f[0], "._/-"))
+	}
+	return false
+}
+
+// AnswerSource is where an answer was read.
+type AnswerSource struct {
+	URL    string // the page's URL
+	Status int    // its HTTP status (0 unknown)
+	// Headings are the page's headings (and definition terms), to tell a
+	// heading read alone from an answer.
+	Headings []string
+}
+
+// CheckAnswer returns why an answer cannot be stood behind, or "" when it
+// passes: it must not echo the task or be a heading alone, must not come
+// from an error page or (unless the task names it) another site, and must
+// be of the type the task asks for.
+func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
+	a := strings.TrimSpace(answer)
+	if a == "" {
+		return "no answer"
+	}
+	if why := errorPage(src.URL, src.Status, a); why != "" {
+		return "read from an error page (" + why + ")"
+	}
+	if !sameSite(startURL, src.URL) && !namesSite(task, src.URL) {
+		return "read on another site (" + hostOf(src.URL) + ") than the task's"
+	}
+	t := AskedType(task)
+	if echoes(task, a) {
+		return "it repeats the task's own words"
+	}
+	na := normText(a)
+	for _, h := range src.Headings {
+		if normText(h) == na && (t == AnyAnswer || t == ExplainAnswer || !HasValueOf(t, a, task)) {
+			return "it is a heading alone, not the content under it"
+		}
+	}
+	if !HasValueOf(t, a, task) {
+		return "it is not a " + string(t) + ", which the task asks for"
+	}
+	return ""
+}
+
+// errorPage says why a page is an error page, or "".
+func errorPage(u string, status int, text string) string {
+	switch {
+	case strings.HasPrefix(u, "chrome-error:"):
+		return "the browser's error page"
+	case status >= 400:
+		return "HTTP " + strconv.Itoa(status)
+	}
+	l := strings.ToLower(text)
+	for _, m := range []string{"err_name_not_resolved", "err_connection_refused", "err_internet_disconnected", "err_address_unreachable",
+		"this site can’t be reached", "this site can't be reached", "server ip address could not be found"} {
+		if strings.Contains(l, m) {
+			return "a network error page"
+		}
+	}
+	return ""
+}
+
+// echoes reports whether every word of the answer is a word of the task.
+// Words that the task holds only inside a literal identifier do not count:
+// 'session' answers "the default of SESSION_COOKIE_NAME".
+func echoes(task, answer string) bool {
+	tw := map[string]bool{}
+	for _, w := range stems(literalRe.ReplaceAllStringFunc(task, func(m string) string {
+		if strings.Contains(m, "_") || hasInnerUpper(m) {
+			return " "
+		}
+		return m
+	})) {
+		tw[w] = true
+	}
+	// A literal the task does not hold is new ("getting-started.go" for
+	// "the getting-started example").
+	own := taskLiterals(task)
+	for _, l := range taskLiterals(answer) {
+		if !contains(own, l) {
+			return false
+		}
+	}
+	n := 0
+	for _, w := range stems(answer) {
+		if !tw[w] && !stopWords[w] {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+func normText(s string) string {
+	return strings.ToLower(strings.Join(strings.Fields(strings.ReplaceAll(s, "¶", "")), " "))
+}
+
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Hostname()
+}
+
+// sameSite compares registrable-ish domains (www. stripped, the port ignored).
+func sameSite(a, b string) bool {
+	if b == "" || a == "" {
+		return true
+	}
+	da, err1 := engine.NormalizeDomain(hostOf(a))
+	db, err2 := engine.NormalizeDomain(hostOf(b))
+	if err1 != nil || err2 != nil {
+		return true // not a web page (about:, data:): nothing to compare
+	}
+	return da == db || strings.HasSuffix(da, "."+db) || strings.HasSuffix(db, "."+da)
+}
+
+// namesSite reports whether the task names the page's site (its host, or
+// the host's main label: "on readthedocs" for docs.readthedocs.io).
+func namesSite(task, u string) bool {
+	h := strings.ToLower(strings.TrimPrefix(hostOf(u), "www."))
+	if h == "" {
+		return false
+	}
+	t := strings.ToLower(task)
+	if strings.Contains(t, h) {
+		return true
+	}
+	labels := strings.Split(h, ".")
+	if len(labels) >= 2 {
+		main := labels[len(labels)-2]
+		for _, w := range stems(t) {
+			if len(main) > 3 && w == main {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sourceOf describes the page p shows now, for CheckAnswer, and returns
+// the page's blocks it listed (nil when it could not).
+func sourceOf(ctx context.Context, p Page) (AnswerSource, []Block) {
+	src := AnswerSource{URL: p.URL()}
+	var blocks []Block
+	if rd, ok := p.(Reader); ok {
+		src.Status = rd.StatusCode(ctx)
+		if bs, err := rd.Blocks(ctx); err == nil {
+			blocks = bs
+			for _, b := range bs {
+				if b.Level > 0 || b.Tag == "dt" {
+					src.Headings = append(src.Headings, b.Text)
+				}
+			}
+		}
+	}
+	return src, blocks
+}
+
+// landedOnError says why the page an action led to is an error page, or "".
+func landedOnError(ctx context.Context, p Page) (string, int) {
+	status := 0
+	if rd, ok := p.(Reader); ok {
+		status = rd.StatusCode(ctx)
+	}
+	return errorPage(p.URL(), status, ""), status
+}
