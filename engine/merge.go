@@ -325,6 +325,10 @@ func mergeCopyContent(dst, src *Facts) {
 	dst.KnownBlockers = append([]Blocker(nil), src.KnownBlockers...)
 	dst.AntiPatterns = append([]string(nil), src.AntiPatterns...)
 	dst.Answers = append([]Answer(nil), src.Answers...)
+	if src.SuccessCondition != nil {
+		c := *src.SuccessCondition
+		dst.SuccessCondition = &c
+	}
 	if len(dst.Steps) == 0 {
 		dst.Steps = nil
 	}
@@ -340,6 +344,7 @@ func mergeContent(out, base, ours, theirs *Facts) {
 	out.InteractionHints = mergeStringSet(base.InteractionHints, ours.InteractionHints, theirs.InteractionHints)
 	out.AntiPatterns = mergeStringSet(base.AntiPatterns, ours.AntiPatterns, theirs.AntiPatterns)
 	out.Steps = merge3(base.Steps, ours.Steps, theirs.Steps)
+	out.SuccessCondition = merge3(base.SuccessCondition, ours.SuccessCondition, theirs.SuccessCondition)
 
 	// Selectors by name, each a three-way value merge.
 	names := map[string]bool{}

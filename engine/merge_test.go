@@ -206,10 +206,14 @@ func TestMergeFactsUnverifiedFieldByField(t *testing.T) {
 		f.AntiPatterns = []string{".old-stars", "#sidebar"}
 		f.Provenance.Traces = []string{"B", "C"}
 		f.History = []Transition{{From: Candidate, To: Hypothesis, At: mergeT0, Reason: "confidence fell"}}
+		f.SuccessCondition = &SuccessCondition{URLPattern: "/owner/repo", Selector: "#stars", AnswerType: "number"}
 	})
 	got, err := MergeFacts(base, ours, theirs, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c := got.SuccessCondition; c == nil || c.Selector != "#stars" || c.AnswerType != "number" {
+		t.Errorf("success condition = %+v, want the one side's new condition", c)
 	}
 	if want := []string{"wait for the list", "scroll first", "dismiss the banner"}; !reflect.DeepEqual(got.InteractionHints, want) {
 		t.Errorf("hints = %q, want %q (union; the removed one stays removed)", got.InteractionHints, want)
