@@ -29,7 +29,7 @@ RACE_PKGS ?= engine engine/mcp store cmd/pem consolidate agent
 # warm rounds until the knowledge is verified and replays at P1 (round 6).
 DEMO_ROUNDS ?= 6
 
-.PHONY: all test deps vet fmt-check go-test build demo bench release clean
+.PHONY: all test deps vet fmt-check go-test build demo bench heldout release clean
 
 all: test
 
@@ -77,6 +77,15 @@ demo: deps build
 	./bin/pem demo --rounds $(DEMO_ROUNDS)
 
 ## bench: Go benchmarks (then bin/pem bench once it exists)
+## heldout: the agent on documentation sites it was not developed on (Debian's
+## python-werkzeug-doc and python-requests-doc, installed when root)
+heldout: deps
+	@if [ ! -f /usr/share/doc/python-werkzeug-doc/html/index.html ] || [ ! -f /usr/share/doc/python-requests-doc/html/index.html ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y python-werkzeug-doc python-requests-doc; \
+	  else echo "make: run 'sudo apt-get install -y python-werkzeug-doc python-requests-doc'" >&2; exit 1; fi; \
+	fi
+	$(GO) test -tags heldout -run TestHeldOut -v ./agent/
+
 bench: build
 	$(GO) test -run '^$$' -bench . ./...
 	@if ./bin/pem bench --help >/dev/null 2>&1; then ./bin/pem bench; fi
