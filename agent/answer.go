@@ -162,8 +162,10 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 		return "it repeats the task's own words"
 	}
 	na := normText(a)
+	// A heading alone is no answer unless it holds the asked value itself
+	// ("Version 3.1.0"); a heading never names the person a "who" asks for.
 	for _, h := range src.Headings {
-		if normText(h) == na && (t == AnyAnswer || t == ExplainAnswer || !HasValueOf(t, a, task)) {
+		if normText(h) == na && (t == AnyAnswer || t == ExplainAnswer || t == NameAnswer || !HasValueOf(t, a, task)) {
 			return "it is a heading alone, not the content under it"
 		}
 	}

@@ -61,6 +61,9 @@ func TestCheckAnswer(t *testing.T) {
 		{"What is in the docs?", "Not Found", AnswerSource{URL: "http://127.0.0.1:8080/x", Status: 404}, "HTTP 404"},
 		{"What is in the docs?", "Jinja is a template engine", AnswerSource{URL: "https://jinja.palletsprojects.com/"}, "another site"},
 		{"What is on jinja.palletsprojects.com?", "Jinja is a template engine", AnswerSource{URL: "https://jinja.palletsprojects.com/"}, ""},
+		// A section heading names a topic, not the person a "who" asks for.
+		{"Who maintains the project?", "Previous Maintainers", AnswerSource{URL: start, Headings: []string{"Previous Maintainers"}}, "heading"},
+		{"Who maintains the project?", "Ada Lovelace", AnswerSource{URL: start, Headings: []string{"Previous Maintainers"}}, ""},
 	}
 	for _, c := range cases {
 		got := CheckAnswer(c.task, start, c.answer, c.src)
