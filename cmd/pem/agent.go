@@ -180,7 +180,7 @@ func launch(ctx context.Context, headful bool) (*rod.Browser, error) {
 	defer cancel()
 	b, err := rod.Launch(lctx, rod.Options{Headful: headful})
 	if err != nil {
-		return nil, fmt.Errorf("starting the browser: %w (install chromium: apt-get install chromium, or set PEM_CHROME)", err)
+		return nil, fmt.Errorf("starting the browser: %w", err) // a missing one says what was tried and how to install
 	}
 	return b, nil
 }
