@@ -17,16 +17,16 @@ type Anthropic struct{ cfg Config }
 
 var _ agent.Planner = (*Anthropic)(nil)
 
-// NewAnthropic returns an Anthropic planner. Model and API key are required.
+// NewAnthropic returns an Anthropic planner. Model and API key are only
+// needed by the first call (Next says which variable to set). A base URL
+// ending in /v1 (a PEM_LLM_BASE_URL shared with the OpenAI planner) is the
+// same API: requests go to {base}/v1/messages either way.
 func NewAnthropic(cfg Config) (*Anthropic, error) {
-	cfg = FromEnv(cfg, "ANTHROPIC_API_KEY")
-	cfg.defaults("https://api.anthropic.com")
-	if cfg.Model == "" {
-		return nil, fmt.Errorf("planner anthropic: no model: set PEM_LLM_MODEL (e.g. claude-sonnet-4-5)")
+	cfg, err := configure(cfg, anthropicProvider)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.APIKey == "" {
-		return nil, fmt.Errorf("planner anthropic: no API key: set PEM_LLM_API_KEY or ANTHROPIC_API_KEY")
-	}
+	cfg.BaseURL = strings.TrimSuffix(cfg.BaseURL, "/v1")
 	return &Anthropic{cfg: cfg}, nil
 }
 
@@ -54,6 +54,9 @@ type anResponse struct {
 // error tool_result, prose as a reminder, at most MaxRepairs times; prose is
 // never taken as the answer.
 func (p *Anthropic) Next(ctx context.Context, s *agent.State) (agent.Action, error) {
+	if err := p.cfg.ready(); err != nil {
+		return agent.Action{}, err
+	}
 	var defs []map[string]any
 	for _, t := range tools {
 		defs = append(defs, map[string]any{"name": t.Name, "description": t.Description, "input_schema": t.schema()})
@@ -70,7 +73,10 @@ turns:
 	for attempt := 0; ; attempt++ {
 		body := map[string]any{
 			"model": p.cfg.Model, "max_tokens": p.cfg.MaxTokens, "system": systemPrompt, "messages": msgs,
-			"tools": defs, "tool_choice": map[string]any{"type": "any"}, "temperature": 0,
+			"tools": defs, "tool_choice": map[string]any{"type": "any"},
+		}
+		if p.cfg.Temperature != nil {
+			body["temperature"] = *p.cfg.Temperature
 		}
 		var resp anResponse
 		if err := post(ctx, &p.cfg, url, headers, body, &resp); err != nil {

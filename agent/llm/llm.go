@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -17,21 +18,115 @@ import (
 	"github.com/pemdev/pem/agent"
 )
 
-// Config configures a model planner. Zero fields take defaults.
+// Config configures a model planner. Zero fields take defaults; a field
+// the caller set (pem's flags) wins over pem's PEM_LLM_* variables, which win
+// over the provider's usual ones (OPENAI_* for OpenAI, ANTHROPIC_* for
+// Anthropic).
 type Config struct {
-	BaseURL    string        // PEM_LLM_BASE_URL; OpenAI: https://api.openai.com/v1, Anthropic: https://api.anthropic.com
-	Model      string        // PEM_LLM_MODEL
-	APIKey     string        // PEM_LLM_API_KEY (Anthropic also ANTHROPIC_API_KEY, OpenAI also OPENAI_API_KEY)
-	Timeout    time.Duration // per request; default 60 s
-	MaxRetries int           // on 429 and 5xx; default 3
-	MaxTokens  int           // Anthropic max_tokens; default 1024
-	HTTP       *http.Client
+	BaseURL string // PEM_LLM_BASE_URL, else OPENAI_BASE_URL / ANTHROPIC_BASE_URL; default the provider's API
+	Model   string // PEM_LLM_MODEL, else OPENAI_MODEL / ANTHROPIC_MODEL; required by the first call
+	APIKey  string // PEM_LLM_API_KEY, else OPENAI_API_KEY / ANTHROPIC_API_KEY; required by the first call to OpenAI's or Anthropic's own API
+	// Temperature is sent only when set (PEM_LLM_TEMPERATURE): some models,
+	// reasoning ones among them, reject any but their default.
+	Temperature *float64
+	Timeout     time.Duration // per request; default 60 s
+	MaxRetries  int           // on 429 and 5xx; default 3
+	MaxTokens   int           // Anthropic max_tokens; default 1024
+	HTTP        *http.Client
 	// Sleep waits between retries; nil means a real, ctx-aware sleep. Tests
 	// inject one to observe Retry-After without waiting.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Images sends the last screenshot a turn took to the model as an
 	// image (PEM_LLM_IMAGES=1), for models that accept images.
 	Images bool
+
+	prov provider // set by configure
+}
+
+// provider is what differs between the planners' configuration.
+type provider struct {
+	name, baseVar, keyVar, modelVar, defaultBase string
+	keyRequired                                  func(base string) bool // whether the server at base needs a key
+}
+
+var (
+	openaiProvider = provider{name: "openai", baseVar: "OPENAI_BASE_URL", keyVar: "OPENAI_API_KEY", modelVar: "OPENAI_MODEL", defaultBase: "https://api.openai.com/v1",
+		keyRequired: func(base string) bool { return strings.Contains(base, "://api.openai.com") }} // local servers need none
+	anthropicProvider = provider{name: "anthropic", baseVar: "ANTHROPIC_BASE_URL", keyVar: "ANTHROPIC_API_KEY", modelVar: "ANTHROPIC_MODEL", defaultBase: "https://api.anthropic.com",
+		keyRequired: func(string) bool { return true }}
+)
+
+// ErrNotConfigured is wrapped by the error of a call that lacks its model
+// or API key. It also matches agent.ErrConfig: the run cannot go on until
+// the user sets the variable the message names.
+var ErrNotConfigured = errors.New("model planner not configured")
+
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Is(t error) bool {
+	return t == ErrNotConfigured || t == agent.ErrConfig
+}
+
+// configure fills cfg's empty fields from the environment and the defaults
+// and checks what can be checked without a call. Model and key are checked
+// by ready, at the first call: a run that replays memory calls no model.
+func configure(cfg Config, p provider) (Config, error) {
+	cfg.prov = p
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv("PEM_LLM_BASE_URL")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv(p.baseVar)
+	}
+	if cfg.Model == "" {
+		cfg.Model = os.Getenv("PEM_LLM_MODEL")
+	}
+	if cfg.Model == "" {
+		cfg.Model = os.Getenv(p.modelVar)
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("PEM_LLM_API_KEY")
+	}
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv(p.keyVar)
+	}
+	if cfg.Temperature == nil {
+		if v := strings.TrimSpace(os.Getenv("PEM_LLM_TEMPERATURE")); v != "" {
+			t, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return cfg, fmt.Errorf("planner %s: PEM_LLM_TEMPERATURE=%q: want a number such as 0.2, or unset it to send none", p.name, v)
+			}
+			cfg.Temperature = &t
+		}
+	}
+	if cfg.Temperature != nil && *cfg.Temperature < 0 {
+		return cfg, fmt.Errorf("planner %s: temperature %v: want 0 or more", p.name, *cfg.Temperature)
+	}
+	if v := os.Getenv("PEM_LLM_IMAGES"); v != "" && v != "0" && v != "false" {
+		cfg.Images = true
+	}
+	cfg.defaults(p.defaultBase)
+	if u, err := url.Parse(cfg.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return cfg, fmt.Errorf("planner %s: base URL %q: want http(s)://host[:port][/path] (set by --base-url, PEM_LLM_BASE_URL or %s)", p.name, cfg.BaseURL, p.baseVar)
+	}
+	return cfg, nil
+}
+
+// ready reports what the first call needs and is missing, naming the
+// variable to set.
+func (c *Config) ready() error {
+	if c.Model == "" {
+		eg := "e.g. gpt-4o-mini; llama3.1 for Ollama"
+		if c.prov.name == "anthropic" {
+			eg = "e.g. claude-sonnet-4-5"
+		}
+		return &configError{fmt.Sprintf("no model: set PEM_LLM_MODEL (or %s, or --model; %s)", c.prov.modelVar, eg)}
+	}
+	if c.APIKey == "" && c.prov.keyRequired(c.BaseURL) {
+		return &configError{fmt.Sprintf("no API key for %s: set %s (or PEM_LLM_API_KEY)", c.BaseURL, c.prov.keyVar)}
+	}
+	return nil
 }
 
 // MaxRepairs bounds how often one Next sends a malformed tool call back to
@@ -65,31 +160,11 @@ func (c *Config) image(s *agent.State) *image {
 	return &image{mime: mime, data: base64.StdEncoding.EncodeToString(data)}
 }
 
-// FromEnv fills cfg's empty fields from the PEM_LLM_* environment variables.
-func FromEnv(cfg Config, fallbackKeyVar string) Config {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = os.Getenv("PEM_LLM_BASE_URL")
-	}
-	if cfg.Model == "" {
-		cfg.Model = os.Getenv("PEM_LLM_MODEL")
-	}
-	if cfg.APIKey == "" {
-		cfg.APIKey = os.Getenv("PEM_LLM_API_KEY")
-	}
-	if cfg.APIKey == "" && fallbackKeyVar != "" {
-		cfg.APIKey = os.Getenv(fallbackKeyVar)
-	}
-	if v := os.Getenv("PEM_LLM_IMAGES"); v != "" && v != "0" && v != "false" {
-		cfg.Images = true
-	}
-	return cfg
-}
-
 func (c *Config) defaults(base string) {
 	if c.BaseURL == "" {
 		c.BaseURL = base
 	}
-	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	c.BaseURL = strings.TrimRight(strings.TrimSpace(c.BaseURL), "/")
 	if c.Timeout == 0 {
 		c.Timeout = 60 * time.Second
 	}
@@ -156,7 +231,7 @@ func post(ctx context.Context, c *Config, url string, headers map[string]string,
 				backoff *= 2
 				continue
 			}
-			return fmt.Errorf("%w: POST %s: %v (check PEM_LLM_BASE_URL and that the server is up)", ErrAPI, url, err)
+			return fmt.Errorf("%w: POST %s: %v (check the base URL — --base-url, PEM_LLM_BASE_URL or %s — and that the server is up)", ErrAPI, url, err, c.prov.baseVar)
 		}
 		data, rerr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 		resp.Body.Close()
@@ -186,7 +261,7 @@ func post(ctx context.Context, c *Config, url string, headers map[string]string,
 			backoff *= 2
 			continue
 		case resp.StatusCode == 401 || resp.StatusCode == 403:
-			return fmt.Errorf("%w: %s answered %d: %s (set PEM_LLM_API_KEY to a valid key)", ErrAPI, url, resp.StatusCode, snippet(data))
+			return fmt.Errorf("%w: %s answered %d: %s (set %s or PEM_LLM_API_KEY to a valid key)", ErrAPI, url, resp.StatusCode, snippet(data), c.prov.keyVar)
 		case resp.StatusCode >= 400:
 			return fmt.Errorf("%w: %s answered %d: %s", ErrAPI, url, resp.StatusCode, snippet(data))
 		}

@@ -25,6 +25,7 @@ type server struct {
 	replies []reply
 	bodies  []map[string]any
 	headers []http.Header
+	paths   []string
 }
 
 type reply struct {
@@ -45,6 +46,7 @@ func newServer(t *testing.T, replies ...reply) (*server, *httptest.Server) {
 		s.mu.Lock()
 		s.bodies = append(s.bodies, body)
 		s.headers = append(s.headers, r.Header.Clone())
+		s.paths = append(s.paths, r.URL.Path)
 		if len(s.replies) == 0 {
 			s.mu.Unlock()
 			t.Errorf("unexpected request %d to %s", len(s.bodies), r.URL.Path)
@@ -318,21 +320,160 @@ func TestResultsShownOnceThenRemembered(t *testing.T) {
 	}
 }
 
-func TestConfigErrors(t *testing.T) {
-	t.Setenv("PEM_LLM_MODEL", "")
-	t.Setenv("PEM_LLM_API_KEY", "")
-	t.Setenv("ANTHROPIC_API_KEY", "")
-	if _, err := NewOpenAI(Config{}); err == nil || !strings.Contains(err.Error(), "PEM_LLM_MODEL") {
-		t.Errorf("openai without model: %v", err)
+// clearEnv unsets every variable the planners read.
+func clearEnv(t *testing.T) {
+	for _, v := range []string{"PEM_LLM_BASE_URL", "PEM_LLM_MODEL", "PEM_LLM_API_KEY", "PEM_LLM_TEMPERATURE", "PEM_LLM_IMAGES",
+		"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL"} {
+		t.Setenv(v, "")
 	}
-	if _, err := NewAnthropic(Config{Model: "m"}); err == nil || !strings.Contains(err.Error(), "API key") {
-		t.Errorf("anthropic without key: %v", err)
+}
+
+func TestConfigErrors(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("PEM_LLM_TEMPERATURE", "warm")
+	if _, err := NewOpenAI(Config{}); err == nil || !strings.Contains(err.Error(), "PEM_LLM_TEMPERATURE") {
+		t.Errorf("openai with a bad temperature: %v", err)
+	}
+	t.Setenv("PEM_LLM_TEMPERATURE", "")
+	if _, err := NewAnthropic(Config{BaseURL: "localhost:8000"}); err == nil || !strings.Contains(err.Error(), "ANTHROPIC_BASE_URL") {
+		t.Errorf("anthropic with a base URL without scheme: %v", err)
 	}
 	t.Setenv("PEM_LLM_MODEL", "env-model")
 	t.Setenv("PEM_LLM_BASE_URL", "http://127.0.0.1:9/v1/")
 	p, err := NewOpenAI(Config{})
 	if err != nil || p.cfg.Model != "env-model" || p.cfg.BaseURL != "http://127.0.0.1:9/v1" {
 		t.Errorf("env config: %+v, %v", p, err)
+	}
+}
+
+// Configured only with the provider's usual variables, each planner posts
+// to its server with its headers, and sends no temperature unless one is set.
+func TestProviderEnvOnly(t *testing.T) {
+	t.Run("openai", func(t *testing.T) {
+		clearEnv(t)
+		srv, hs := newServer(t, reply{status: 200, body: oaToolCallBody})
+		_, other := newServer(t) // any request to it fails the test
+		t.Setenv("OPENAI_BASE_URL", hs.URL+"/v1")
+		t.Setenv("OPENAI_API_KEY", "sk-openai")
+		t.Setenv("OPENAI_MODEL", "gpt-x")
+		t.Setenv("ANTHROPIC_BASE_URL", other.URL)
+		t.Setenv("ANTHROPIC_API_KEY", "sk-ant")
+		p, err := NewOpenAI(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Next(context.Background(), state()); err != nil {
+			t.Fatal(err)
+		}
+		if srv.paths[0] != "/v1/chat/completions" || srv.headers[0].Get("Authorization") != "Bearer sk-openai" || srv.bodies[0]["model"] != "gpt-x" {
+			t.Errorf("path %s, headers %v, model %v", srv.paths[0], srv.headers[0], srv.bodies[0]["model"])
+		}
+		if _, ok := srv.bodies[0]["temperature"]; ok {
+			t.Errorf("a temperature was sent though none is set: %v", srv.bodies[0]["temperature"])
+		}
+	})
+	t.Run("anthropic", func(t *testing.T) {
+		clearEnv(t)
+		srv, hs := newServer(t, reply{status: 200, body: anToolUseBody})
+		_, other := newServer(t)
+		t.Setenv("ANTHROPIC_BASE_URL", hs.URL)
+		t.Setenv("ANTHROPIC_API_KEY", "sk-ant")
+		t.Setenv("ANTHROPIC_MODEL", "claude-x")
+		t.Setenv("OPENAI_BASE_URL", other.URL+"/v1")
+		t.Setenv("OPENAI_API_KEY", "sk-openai")
+		p, err := NewAnthropic(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Next(context.Background(), state()); err != nil {
+			t.Fatal(err)
+		}
+		h := srv.headers[0]
+		if srv.paths[0] != "/v1/messages" || h.Get("x-api-key") != "sk-ant" || h.Get("anthropic-version") != AnthropicVersion ||
+			h.Get("Authorization") != "" || srv.bodies[0]["model"] != "claude-x" {
+			t.Errorf("path %s, headers %v, model %v", srv.paths[0], h, srv.bodies[0]["model"])
+		}
+		if _, ok := srv.bodies[0]["temperature"]; ok {
+			t.Errorf("a temperature was sent though none is set: %v", srv.bodies[0]["temperature"])
+		}
+	})
+}
+
+// pem's variables win over the provider's, the Config's fields (pem's
+// flags) over both; one PEM_LLM_BASE_URL ending in /v1 serves both planners.
+func TestConfigPrecedence(t *testing.T) {
+	clearEnv(t)
+	srv, hs := newServer(t, reply{status: 200, body: oaToolCallBody}, reply{status: 200, body: anToolUseBody})
+	_, other := newServer(t)
+	t.Setenv("OPENAI_BASE_URL", other.URL+"/v1")
+	t.Setenv("ANTHROPIC_BASE_URL", other.URL)
+	t.Setenv("OPENAI_API_KEY", "provider-key")
+	t.Setenv("ANTHROPIC_API_KEY", "provider-key")
+	t.Setenv("OPENAI_MODEL", "provider-model")
+	t.Setenv("PEM_LLM_BASE_URL", hs.URL+"/v1")
+	t.Setenv("PEM_LLM_API_KEY", "pem-key")
+	t.Setenv("PEM_LLM_MODEL", "pem-model")
+	t.Setenv("PEM_LLM_TEMPERATURE", "0.7")
+	oa, err := NewOpenAI(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := 0.0
+	an, err := NewAnthropic(Config{Model: "flag-model", Temperature: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []agent.Planner{oa, an} {
+		if _, err := p.Next(context.Background(), state()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if srv.paths[0] != "/v1/chat/completions" || srv.headers[0].Get("Authorization") != "Bearer pem-key" ||
+		srv.bodies[0]["model"] != "pem-model" || srv.bodies[0]["temperature"] != 0.7 {
+		t.Errorf("openai: path %s, auth %q, body model %v temperature %v", srv.paths[0], srv.headers[0].Get("Authorization"), srv.bodies[0]["model"], srv.bodies[0]["temperature"])
+	}
+	if srv.paths[1] != "/v1/messages" || srv.headers[1].Get("x-api-key") != "pem-key" ||
+		srv.bodies[1]["model"] != "flag-model" || srv.bodies[1]["temperature"] != 0.0 {
+		t.Errorf("anthropic: path %s (want /v1/messages, not /v1/v1/messages), key %q, model %v, temperature %v",
+			srv.paths[1], srv.headers[1].Get("x-api-key"), srv.bodies[1]["model"], srv.bodies[1]["temperature"])
+	}
+}
+
+// No key (or model) is needed until a model is called; the call that needs
+// one says which variable to set, and nothing is sent.
+func TestKeyIsLazy(t *testing.T) {
+	clearEnv(t)
+	srv, hs := newServer(t)
+	an, err := NewAnthropic(Config{BaseURL: hs.URL, Model: "claude-x"})
+	if err != nil {
+		t.Fatalf("NewAnthropic without a key: %v", err)
+	}
+	_, err = an.Next(context.Background(), state())
+	if !errors.Is(err, ErrNotConfigured) || !errors.Is(err, agent.ErrConfig) || !strings.Contains(err.Error(), "set ANTHROPIC_API_KEY") {
+		t.Errorf("anthropic without a key: %v", err)
+	}
+	oa, err := NewOpenAI(Config{Model: "gpt-x"}) // OpenAI's own API
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = oa.Next(context.Background(), state()); !errors.Is(err, ErrNotConfigured) || !strings.Contains(err.Error(), "set OPENAI_API_KEY") {
+		t.Errorf("openai without a key: %v", err)
+	}
+	oa, err = NewOpenAI(Config{BaseURL: hs.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = oa.Next(context.Background(), state()); !errors.Is(err, ErrNotConfigured) || !strings.Contains(err.Error(), "PEM_LLM_MODEL") {
+		t.Errorf("openai without a model: %v", err)
+	}
+	if srv.requests() != 0 {
+		t.Errorf("%d requests sent with the configuration incomplete", srv.requests())
+	}
+	// A local server needs no key: none is sent.
+	srv, hs = newServer(t, reply{status: 200, body: oaToolCallBody})
+	oa, _ = NewOpenAI(Config{BaseURL: hs.URL + "/v1", Model: "llama3.1"})
+	if _, err := oa.Next(context.Background(), state()); err != nil || srv.headers[0].Get("Authorization") != "" {
+		t.Errorf("local server without a key: %v, Authorization %q", err, srv.headers[0].Get("Authorization"))
 	}
 }
 

@@ -14,13 +14,13 @@ type OpenAI struct{ cfg Config }
 
 var _ agent.Planner = (*OpenAI)(nil)
 
-// NewOpenAI returns an OpenAI-compatible planner. Model is required; the API
-// key may be empty for local servers.
+// NewOpenAI returns an OpenAI-compatible planner. Model and key are only
+// needed by the first call (Next says which variable to set); the key may
+// stay empty for local servers.
 func NewOpenAI(cfg Config) (*OpenAI, error) {
-	cfg = FromEnv(cfg, "OPENAI_API_KEY")
-	cfg.defaults("https://api.openai.com/v1")
-	if cfg.Model == "" {
-		return nil, fmt.Errorf("planner openai: no model: set PEM_LLM_MODEL (e.g. gpt-4o-mini, or llama3.1 for Ollama at PEM_LLM_BASE_URL=http://127.0.0.1:11434/v1)")
+	cfg, err := configure(cfg, openaiProvider)
+	if err != nil {
+		return nil, err
 	}
 	return &OpenAI{cfg: cfg}, nil
 }
@@ -60,6 +60,9 @@ type oaResponse struct {
 // model as an error result, and a reply in prose with a reminder to call a
 // tool, at most MaxRepairs times; prose is never taken as the answer.
 func (p *OpenAI) Next(ctx context.Context, s *agent.State) (agent.Action, error) {
+	if err := p.cfg.ready(); err != nil {
+		return agent.Action{}, err
+	}
 	var defs []map[string]any
 	for _, t := range tools {
 		defs = append(defs, map[string]any{"type": "function", "function": map[string]any{
@@ -77,7 +80,10 @@ func (p *OpenAI) Next(ctx context.Context, s *agent.State) (agent.Action, error)
 	}
 	url := p.cfg.BaseURL + "/chat/completions"
 	for attempt := 0; ; attempt++ {
-		body := map[string]any{"model": p.cfg.Model, "messages": msgs, "tools": defs, "tool_choice": "required", "temperature": 0}
+		body := map[string]any{"model": p.cfg.Model, "messages": msgs, "tools": defs, "tool_choice": "required"}
+		if p.cfg.Temperature != nil {
+			body["temperature"] = *p.cfg.Temperature
+		}
 		var resp oaResponse
 		if err := post(ctx, &p.cfg, url, headers, body, &resp); err != nil {
 			return agent.Action{}, err

@@ -31,17 +31,13 @@ const (
 	shotWidth      = 1024
 )
 
-// Default Chromium locations, tried in order when neither Options.Bin nor
-// $PEM_CHROME is set.
-var DefaultBins = []string{"/usr/lib/chromium/chromium", "/usr/bin/chromium"}
-
-// ErrNoChromium is returned (wrapped, with the path) by Launch when the
-// browser binary is missing.
+// ErrNoChromium is returned (wrapped, saying what was tried) by Bin and
+// Launch when no browser binary is found.
 var ErrNoChromium = errors.New("chromium not found")
 
 // Options configure Launch; the zero value means defaults.
 type Options struct {
-	Bin         string        // default: $PEM_CHROME, else the first of DefaultBins that exists
+	Bin         string        // default: $PEM_CHROME, else found on PATH or in the usual places (Finder.Find)
 	Headful     bool          // show the window (needs a display)
 	Timeout     time.Duration // element lookups; default DefaultTimeout
 	UserDataDir string        // kept on Close when set; default: a fresh temp dir removed on Close
@@ -57,25 +53,9 @@ type Browser struct {
 
 var _ agent.Browser = (*Browser)(nil)
 
-// Bin resolves the Chromium binary as Launch does and reports whether it exists.
+// Bin resolves the browser binary as Launch does (SystemFinder().Find).
 func Bin(opt string) (string, error) {
-	bin := opt
-	if bin == "" {
-		bin = os.Getenv("PEM_CHROME")
-	}
-	if bin == "" {
-		bin = DefaultBins[0]
-		for _, b := range DefaultBins {
-			if _, err := os.Stat(b); err == nil {
-				bin = b
-				break
-			}
-		}
-	}
-	if st, err := os.Stat(bin); err != nil || st.IsDir() {
-		return bin, fmt.Errorf("%w at %s: install it with \"apt-get install chromium\" or set PEM_CHROME", ErrNoChromium, bin)
-	}
-	return bin, nil
+	return SystemFinder().Find(opt)
 }
 
 // Launch starts Chromium and connects to it. ctx bounds the launch only.

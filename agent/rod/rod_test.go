@@ -582,7 +582,7 @@ func TestExecOnRealPage(t *testing.T) {
 
 func TestLaunchCloseCleansUp(t *testing.T) {
 	if _, err := Launch(context.Background(), Options{Bin: "/nonexistent/chromium"}); !errors.Is(err, ErrNoChromium) ||
-		!strings.Contains(err.Error(), `chromium not found at /nonexistent/chromium: install it with "apt-get install chromium" or set PEM_CHROME`) {
+		!strings.Contains(err.Error(), "chromium not found: Options.Bin=/nonexistent/chromium does not exist; "+InstallHint) {
 		t.Errorf("missing bin: %v", err)
 	}
 	b, err := Launch(context.Background(), Options{})

@@ -51,10 +51,9 @@ func newAgentRunCmd() *cli.Command {
 			"is deposited in every case. Secrets: --secret NAME=ENV_VAR puts the value of $ENV_VAR behind\n" +
 			"{{secret:NAME}}; tasks and planners only ever see the placeholder. --tasks FILE (JSON lines or a\n" +
 			"YAML list of {task, url, intent, params}) runs several tasks, --parallel N at once, in one browser.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "start `URL` (required unless --tasks)"},
 			&cli.StringFlag{Name: "intent", Usage: "the intent memory is keyed on (default: the task text)"},
-			&cli.StringFlag{Name: "planner", Value: "explore", Usage: "explore, openai or anthropic"},
 			&cli.IntFlag{Name: "max-turns", Value: agent.DefaultMaxTurns, Usage: "cap on actions per run"},
 			&cli.BoolFlag{Name: "headful", Usage: "show the browser window"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
@@ -64,7 +63,7 @@ func newAgentRunCmd() *cli.Command {
 			&cli.StringFlag{Name: "tasks", Usage: "run the tasks in `FILE` (JSON lines or YAML list)"},
 			&cli.IntFlag{Name: "parallel", Value: 1, Usage: "with --tasks: how many tasks run at once"},
 			&cli.StringFlag{Name: "shots", Usage: "directory for the final screenshots (default: the temp dir)"},
-		},
+		}, plannerFlags()...),
 		Action: runAgentRun,
 	}
 }
@@ -154,25 +153,43 @@ func secretsOf(c *cli.Context) (map[string]string, error) {
 	return sec, nil
 }
 
-// plannerFor builds the named planner.
-func plannerFor(name string) (agent.Planner, error) {
-	switch name {
+// plannerFlags are --planner and the model planners' settings (pem agent
+// run, pem bench). Each wins over PEM_LLM_* and the provider's variables.
+func plannerFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "planner", Value: "explore", Usage: "explore, openai or anthropic"},
+		&cli.StringFlag{Name: "model", Usage: "the openai or anthropic planner's `MODEL` (default: PEM_LLM_MODEL, OPENAI_MODEL / ANTHROPIC_MODEL)"},
+		&cli.StringFlag{Name: "base-url", Usage: "the model server's `URL`, e.g. http://localhost:11434/v1 (default: PEM_LLM_BASE_URL, OPENAI_BASE_URL / ANTHROPIC_BASE_URL, the provider's API)"},
+		&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature sent to the model (default: PEM_LLM_TEMPERATURE, else none is sent)"},
+	}
+}
+
+// plannerFor builds the planner --planner names, configured by the flags.
+func plannerFor(c *cli.Context) (agent.Planner, error) {
+	cfg := llm.Config{Model: c.String("model"), BaseURL: c.String("base-url")}
+	if c.IsSet("temperature") {
+		t := c.Float64("temperature")
+		cfg.Temperature = &t
+	}
+	var p agent.Planner
+	var err error
+	switch name := c.String("planner"); name {
 	case "", "explore":
+		if cfg.Model != "" || cfg.BaseURL != "" || cfg.Temperature != nil {
+			return nil, usagef("--model, --base-url and --temperature configure a model planner: add --planner openai or --planner anthropic")
+		}
 		return agent.NewExplore(), nil
 	case "openai":
-		p, err := llm.NewOpenAI(llm.Config{})
-		if err != nil {
-			return nil, usagef("%v", err)
-		}
-		return p, nil
+		p, err = llm.NewOpenAI(cfg)
 	case "anthropic":
-		p, err := llm.NewAnthropic(llm.Config{})
-		if err != nil {
-			return nil, usagef("%v", err)
-		}
-		return p, nil
+		p, err = llm.NewAnthropic(cfg)
+	default:
+		return nil, usagef("--planner %q: use explore, openai or anthropic", name)
 	}
-	return nil, usagef("--planner %q: use explore, openai or anthropic", name)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return p, nil
 }
 
 func launch(ctx context.Context, headful bool) (*rod.Browser, error) {
@@ -180,7 +197,7 @@ func launch(ctx context.Context, headful bool) (*rod.Browser, error) {
 	defer cancel()
 	b, err := rod.Launch(lctx, rod.Options{Headful: headful})
 	if err != nil {
-		return nil, fmt.Errorf("starting the browser: %w (install chromium: apt-get install chromium, or set PEM_CHROME)", err)
+		return nil, fmt.Errorf("starting the browser: %w", err) // a missing one says what was tried and how to install
 	}
 	return b, nil
 }
@@ -264,7 +281,7 @@ func runAgentRun(c *cli.Context) error {
 			return usagef("task %q: %v", bench.OneLine(s.Task, 60), err)
 		}
 	}
-	planner, err := plannerFor(c.String("planner"))
+	planner, err := plannerFor(c)
 	if err != nil {
 		return err
 	}
@@ -528,13 +545,13 @@ func newBenchCmd() *cli.Command {
 			"round; an answer that repeats last round's value is stale and counts as wrong. Writes\n" +
 			"summary.md and summary.csv to --out: accuracy, steps, planner calls, clicks, extract calls,\n" +
 			"prompt characters (what a model would have been sent: task + memory + page observation) and\n" +
-			"duration, per round and in total.",
-		Flags: []cli.Flag{
+			"duration, per round and in total. --planner (default explore) plans what memory does not replay.",
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "rounds per arm"},
 			&cli.StringFlag{Name: "out", Value: "bench", Usage: "`DIR` for summary.md and summary.csv"},
 			&cli.StringFlag{Name: "only", Usage: "run only these task `IDS` (comma-separated)"},
 			&cli.BoolFlag{Name: "headful", Usage: "show the browser window"},
-		},
+		}, plannerFlags()...),
 		Action: runBench,
 	}
 }
@@ -546,6 +563,10 @@ func runBench(c *cli.Context) error {
 	}
 	if _, err := bench.Tasks("http://x", 1, "", c.String("only")); err != nil {
 		return usagef("--only: %v", err)
+	}
+	planner, err := plannerFor(c)
+	if err != nil {
+		return err
 	}
 	outDir := c.String("out")
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
@@ -572,6 +593,7 @@ func runBench(c *cli.Context) error {
 		return err
 	}
 	defer stop()
+	h.Planner = planner
 	progress := func(r bench.Run) {
 		fmt.Fprintf(c.App.ErrWriter, "round %d memory %-3s %-22s %s %-5v\n", r.Round, r.Memory, r.Task, r.Tier, r.Success)
 	}

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pemdev/pem/agent/bench"
@@ -85,6 +90,50 @@ func TestAgentRunCommand(t *testing.T) {
 		if string(res.Tier) != want || (want == "P2") != (res.PlannerCalls == 0) || !res.Success || res.Answer != "1,234" {
 			t.Fatalf("warm, want %s: %+v", want, res)
 		}
+	}
+
+	// The model planners: configured the usual way, a key only when a model
+	// is called. A replay at P2 calls none, so --planner anthropic with no key
+	// at all runs.
+	for _, v := range []string{"PEM_LLM_BASE_URL", "PEM_LLM_MODEL", "PEM_LLM_API_KEY", "PEM_LLM_TEMPERATURE",
+		"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL"} {
+		t.Setenv(v, "")
+	}
+	code, out, errs = runPem(t, "--knowledge", dir, "agent", "run", task, "--url", base+"/acme/widgets", "--json", "--planner", "anthropic", "--model", "claude-x")
+	res = runJSON{}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.PlannerCalls != 0 || res.Answer != "1,234" {
+		t.Fatalf("P2 replay with the anthropic planner and no key: exit %d\n%s\n%s", code, out, errs)
+	}
+	// A run that must call the model says which variable to set.
+	code, _, errs = runPem(t, "--knowledge", dir, "agent", "run", task, "--intent", "no key yet", "--url", base+"/acme/widgets", "--planner", "anthropic", "--model", "claude-x")
+	if code != exitUsage || !strings.Contains(errs, "set ANTHROPIC_API_KEY") || strings.Contains(errs, "report it") {
+		t.Fatalf("a model call with no key: exit %d\n%s", code, errs)
+	}
+	// The flags reach the server, over the variables.
+	var mu sync.Mutex
+	var reqs []string
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		reqs = append(reqs, fmt.Sprintf("%s %s %v %v", r.URL.Path, r.Header.Get("Authorization"), body["model"], body["temperature"]))
+		mu.Unlock()
+		io.WriteString(w, `{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"done","arguments":"{\"answer\":\"1,234\"}"}}]}}]}`)
+	}))
+	defer model.Close()
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1") // --base-url wins
+	t.Setenv("PEM_LLM_MODEL", "env-model")               // --model wins
+	code, out, errs = runPem(t, "--knowledge", dir, "agent", "run", task, "--intent", "fake model", "--url", base+"/acme/widgets",
+		"--planner", "openai", "--base-url", model.URL+"/v1", "--model", "flag-model", "--temperature", "0.3")
+	mu.Lock()
+	got := strings.Join(reqs, "; ")
+	mu.Unlock()
+	if code != 0 || got != "/v1/chat/completions Bearer sk-test flag-model 0.3" {
+		t.Fatalf("openai planner with flags: exit %d, requests %q\n%s\n%s", code, got, out, errs)
+	}
+	if code, _, errs = runPem(t, "--knowledge", dir, "agent", "run", task, "--url", base, "--model", "m"); code != exitUsage || !strings.Contains(errs, "--planner openai") {
+		t.Fatalf("--model with explore: exit %d %s", code, errs)
 	}
 
 	// Secrets from the environment, tasks from a file, two at once.
