@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/pemdev/pem/store/storetest/gitcli"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -72,7 +75,7 @@ func TestSyncRace(t *testing.T) {
 			defer wg.Done()
 			for j := range saves {
 				trace := fmt.Sprintf(`{"task":"race %d.%d","steps":[{"seq":1,"action":"navigate","url":"https://example.com/"}]}`, i, j)
-				code, out, errs := runPem(t, "--knowledge", d, "experience", "save", "https://example.com/", trace, "--intent", "race")
+				code, out, errs := runPemProc(t, "--knowledge", d, "experience", "save", "https://example.com/", trace, "--intent", "race")
 				var res struct {
 					TracePath string `json:"trace_path"`
 				}
@@ -82,7 +85,7 @@ func TestSyncRace(t *testing.T) {
 					mu.Unlock()
 					return
 				}
-				code, out, errs = runPem(t, "--knowledge", d, "sync")
+				code, out, errs = runPemProc(t, "--knowledge", d, "sync")
 				mu.Lock()
 				saved[res.TracePath] = true
 				if code != 0 {
@@ -199,4 +202,24 @@ func TestSyncExitCodes(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, "git remote add nope") || strings.Contains(errs, "report it") {
 		t.Fatalf("sync to an unknown remote: exit %d, %s", code, errs)
 	}
+}
+
+// runPemProc runs pem as its own process (the test binary, which
+// testscript.Main puts on PATH as "pem"): the clones of the race test run at
+// once, and urfave/cli's global help flag may not be shared by concurrent
+// in-process runs.
+func runPemProc(t testing.TB, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command("pem", args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String(), errb.String()
+	case err != nil:
+		t.Fatalf("running pem: %v", err)
+	}
+	return 0, out.String(), errb.String()
 }
