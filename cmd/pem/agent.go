@@ -63,7 +63,7 @@ func newAgentRunCmd() *cli.Command {
 			&cli.StringFlag{Name: "secrets-file", Usage: "read secrets from `FILE` (NAME=value lines; keep it mode 0600)"},
 			&cli.StringFlag{Name: "tasks", Usage: "run the tasks in `FILE` (JSON lines or YAML list)"},
 			&cli.IntFlag{Name: "parallel", Value: 1, Usage: "with --tasks: how many tasks run at once"},
-			&cli.StringFlag{Name: "shots", Usage: "directory for the final screenshots (default: the temp dir)"},
+			&cli.StringFlag{Name: "shots", Usage: "keep each run's final screenshot in `DIR` (default: none is taken)"},
 		},
 		Action: runAgentRun,
 	}
@@ -280,10 +280,7 @@ func runAgentRun(c *cli.Context) error {
 		return err
 	}
 	defer br.Close()
-	shots := c.String("shots")
-	if shots == "" {
-		shots = filepath.Join(os.TempDir(), "pem-shots")
-	}
+	shots := c.String("shots") // "": no screenshot, nothing left behind
 	session := fmt.Sprintf("%s-%d", hostname(), time.Now().UnixNano())
 	var jobs []*agent.Job
 	for _, s := range specs {
