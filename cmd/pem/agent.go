@@ -503,7 +503,7 @@ func runDemo(c *cli.Context) error {
 	} else {
 		bench.WriteTable(out, runs)
 		if temp {
-			fmt.Fprintf(out, "knowledge tree: %s (temporary; inspect it with: pem --knowledge %s log)\n", dir, dir)
+			fmt.Fprintf(out, "knowledge tree: %s (temporary; inspect it with: %s --knowledge %s log)\n", dir, selfName(), dir)
 		} else {
 			fmt.Fprintf(out, "knowledge tree: %s\n", dir)
 		}
