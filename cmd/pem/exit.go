@@ -85,6 +85,7 @@ var exitCodes = []struct {
 	{isDiskFull, exitDiskFull, "the disk is full: free space (or raise the quota) and run the command again; nothing half-written was left in the tree"},
 	{isRemoteRefused, exitRemote, "the remote refused or could not be reached: check its URL (git remote -v), your credentials and access to it, and the network; nothing local was lost"},
 	{isReadOnly, exitReadOnly, "the knowledge tree (or a file in it) may not be written: check its owner and permissions, or that its file system is not mounted read-only"},
+	{isAny(gitrepo.ErrUnsupportedRepo), exitNoGit, "keep the tree in a SHA-1 repository (plain 'git init'), or outside this one"},
 	{isNoGit, exitNoGit, "the tree needs a git repository: run 'pem init' in it (or 'git init'), and install git if it is missing"},
 	{isNoChromium, exitNoBrowser, "install Chromium (apt-get install chromium) or point PEM_CHROME at a Chromium binary"},
 }

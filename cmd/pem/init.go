@@ -46,6 +46,9 @@ func runInit(c *cli.Context) error {
 		}
 		dir = filepath.Clean(c.Args().First())
 	}
+	if err := gitrepo.CheckSupported(dir); err != nil { // before writing anything
+		return fmt.Errorf("init: %w", err)
+	}
 	created, err := store.Init(c.Context, dir)
 	if err != nil {
 		return fmt.Errorf("creating knowledge tree %s: %w", dir, err)

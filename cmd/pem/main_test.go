@@ -307,6 +307,7 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("saving: %w", &os.PathError{Op: "open", Path: "k", Err: syscall.EROFS}), 10},
 		{fmt.Errorf("saving: %w", &os.PathError{Op: "open", Path: "k", Err: syscall.EACCES}), 10},
 		{fmt.Errorf("x: %w", gitrepo.ErrNoRepo), 11},
+		{fmt.Errorf("init: %w", gitrepo.ErrUnsupportedRepo), 11},
 		{&exec.Error{Name: "git", Err: exec.ErrNotFound}, 11},
 		{fmt.Errorf("launch: %w at /usr/bin/chromium", rod.ErrNoChromium), 12},
 		{fmt.Errorf("sync: pushing main to origin: %w", transport.ErrAuthorizationFailed), 13},
