@@ -149,7 +149,8 @@ func newExperienceDeepLearnCmd() *cli.Command {
 		Description: "Mines the entry that experience query would pick for URL and --intent and writes the proposal\n" +
 			"(at most candidate) into facts/. A verified entry is frozen: nothing is written unless --force,\n" +
 			"which writes a candidate revision that supersedes it. Prints completed, domain, intent,\n" +
-			"status_before, status_after, promoted, new_confidence, selectors_found, message.",
+			"status_before, status_after, promoted, new_confidence, selectors_found, message. An entry nothing is\n" +
+			"known about yet (no run saved for it) exits 4, not found.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "intent", Usage: "what the task is for, in words (`TEXT`)"},
 			&cli.BoolFlag{Name: "force", Usage: "write a superseding revision even over a verified entry"},
