@@ -153,7 +153,8 @@ func newDiffCmd() *cli.Command {
 		ArgsUsage: "[REV1 [REV2]]",
 		Description: "REV1 defaults to HEAD~1 (the empty tree when HEAD is the first commit) and REV2 to HEAD.\n" +
 			"Shows status changes, selectors, route, hints, blockers, anti-patterns, answers and evidence counts,\n" +
-			"and new and expired traces per domain. --format markdown writes a pull request body.",
+			"and new and expired traces per domain. --format markdown writes a pull request body. A revision\n" +
+			"that names no commit exits 4 (not found).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "`text`, markdown or json"},
 		},
@@ -222,7 +223,8 @@ func newLogCmd() *cli.Command {
 		ArgsUsage: "[DOMAIN[/INTENT]]",
 		Description: "Walks the first-parent history from HEAD and lists the commits that changed the entry's facts or\n" +
 			"experience file, newest first, with the entry's status and revision (or evidence counts) at each.\n" +
-			"INTENT is an intent key or the intent's text. Without an argument: every commit that changed facts/.",
+			"INTENT is an intent key or the intent's text. Without an argument: every commit that changed facts/.\n" +
+			"An entry neither in the tree nor in its history exits 4 (not found).",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "show at most `N` commits (0: all)"},
 		},
