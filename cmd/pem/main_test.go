@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 //	genfile FILE BYTES        write a syntactically valid trace JSON of BYTES bytes
 //	maxsize FILE N            fail unless FILE holds at most N bytes
 //	holdlock DIR              take the writer lock of the tree DIR until the script ends
-//	interrupt CODE prog args  run prog, send it SIGINT after 300 ms, require exit CODE
+//	interrupt CODE prog args  run prog, send it SIGINT once it opened the tree's lock, require exit CODE
 //
 // The condition [root] holds when the tests run as root (permissions do not bind).
 func TestScripts(t *testing.T) {
@@ -107,7 +107,8 @@ func cmdInterrupt(ts *testscript.TestScript, neg bool, args []string) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	ts.Check(cmd.Start())
-	time.Sleep(300 * time.Millisecond)
+	waitOpened(cmd.Process.Pid, ".pem.lock", 10*time.Second)
+	time.Sleep(100 * time.Millisecond) // into the wait, past the open
 	ts.Check(cmd.Process.Signal(os.Interrupt))
 	err = cmd.Wait()
 	got := 0
@@ -121,6 +122,24 @@ func cmdInterrupt(ts *testscript.TestScript, neg bool, args []string) {
 	fmt.Fprint(ts.Stderr(), errb.String())
 	if got != want {
 		ts.Fatalf("%s exited with %d after SIGINT, want %d; stderr %q", strings.Join(args[1:], " "), got, want, errb.String())
+	}
+}
+
+// waitOpened waits until process pid has a file named name open (read from
+// /proc; where there is none, it waits one second), or until limit.
+func waitOpened(pid int, name string, limit time.Duration) {
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	if _, err := os.Stat(fds); err != nil {
+		time.Sleep(time.Second)
+		return
+	}
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		ents, _ := os.ReadDir(fds)
+		for _, e := range ents {
+			if target, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && filepath.Base(target) == name {
+				return
+			}
+		}
 	}
 }
 
