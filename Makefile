@@ -29,15 +29,18 @@ RACE_PKGS ?= engine engine/mcp store cmd/pem consolidate agent
 # warm rounds until the knowledge is verified and replays at P1 (round 6).
 DEMO_ROUNDS ?= 6
 
-.PHONY: all test deps vet fmt-check go-test build demo bench heldout release clean
+.PHONY: all test deps test-deps chromium vet fmt-check go-test build demo bench heldout release clean
 
 all: test
 
 ## test: everything CI runs (.ci/run calls this)
 test: deps vet fmt-check go-test
 
-## deps: what the tests need on a fresh Debian machine
-deps:
+## deps: what the tests need on a fresh Debian machine: gcc (the race
+## detector), shellcheck (the workflow lint) and Chromium
+deps: test-deps chromium
+
+test-deps:
 	@if ! command -v gcc >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y gcc libc6-dev; \
 	  else echo "make: gcc is missing (the race detector needs cgo): run 'sudo apt-get install -y gcc libc6-dev'" >&2; exit 1; fi; \
@@ -46,7 +49,11 @@ deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y shellcheck; \
 	  else echo "make: shellcheck is missing (the workflow lint runs it): run 'sudo apt-get install -y shellcheck'" >&2; exit 1; fi; \
 	fi
-	@if [ -z "$${PEM_CHROME:-}" ] && [ ! -x "$(CHROMIUM)" ]; then \
+
+## chromium: the browser, all the demo needs besides Go
+chromium:
+	@if [ -z "$${PEM_CHROME:-}" ] && [ ! -x "$(CHROMIUM)" ] && \
+	    [ -z "$$(for b in chromium chromium-browser google-chrome google-chrome-stable chrome; do command -v $$b || true; done)" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
 	  else echo "make: Chromium is missing ($(CHROMIUM)): run 'sudo apt-get install -y chromium', or set PEM_CHROME to a Chromium binary" >&2; exit 1; fi; \
 	fi
@@ -72,14 +79,14 @@ go-test:
 build:
 	$(GO) build -o bin/pem ./cmd/pem
 
-## demo: pem's main job end to end on a temporary tree (needs Chromium: installs it when root)
-demo: deps build
+## demo: pem's main job end to end on a temporary tree (needs only Chromium: installs it when root; no gcc, no shellcheck)
+demo: chromium build
 	./bin/pem demo --rounds $(DEMO_ROUNDS)
 
 ## bench: Go benchmarks (then bin/pem bench once it exists)
 ## heldout: the agent on documentation sites it was not developed on (Debian's
 ## python-werkzeug-doc and python-requests-doc, installed when root)
-heldout: deps
+heldout: chromium
 	@if [ ! -f /usr/share/doc/python-werkzeug-doc/html/index.html ] || [ ! -f /usr/share/doc/python-requests-doc/html/index.html ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y python-werkzeug-doc python-requests-doc; \
 	  else echo "make: run 'sudo apt-get install -y python-werkzeug-doc python-requests-doc'" >&2; exit 1; fi; \

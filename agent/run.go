@@ -553,6 +553,7 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	st := engine.Step{Action: a.Tool, Selector: a.Selector, Value: a.Value, Param: param,
 		OK: ok, Error: tr.Error, ErrorKind: kind, DurationMs: d.Milliseconds(), URL: url, HTTPStatus: r.landStatus, Target: r.landTarget}
 	sensitive := false
+	logSensitive := false // the action log line redacts by the typed value, also when Enter follows
 	switch a.Tool {
 	case "navigate":
 		// The URL asked for (resolved), not where redirects ended.
@@ -564,6 +565,7 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 		}
 	case "type":
 		sensitive = r.isPasswordField(a.Selector) || len(SecretNamesIn(a.Value)) > 0
+		logSensitive = sensitive
 		if a.Submit {
 			// The route keeps the Enter press with the typing; a separate
 			// "press" step replays it.
@@ -591,7 +593,7 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	if replayed {
 		mode = "replay"
 	}
-	line := fmt.Sprintf("[%s %s] %s", r.res.Tier, mode, describeAction(a, sensitive))
+	line := fmt.Sprintf("[%s %s] %s", r.res.Tier, mode, describeAction(a, logSensitive))
 	if ok {
 		line += fmt.Sprintf(" → ok (%d ms)", d.Milliseconds())
 	} else {

@@ -463,6 +463,33 @@ func TestAnswerNotReadOnThePageIsNoSuccess(t *testing.T) {
 	}
 }
 
+// A password nobody declared, typed into a password field and submitted with
+// Enter: the action log redacts it as the trace does (the Enter step that
+// follows is not what decides).
+func TestUndeclaredPasswordRedactedInActionLog(t *testing.T) {
+	e := newEnv()
+	const value = "undeclared-canary-8086"
+	p := &scriptPlanner{acts: []Action{
+		{Tool: "click", Selector: "#nav-login"},
+		{Tool: "type", Selector: "#pw", Value: value, Submit: true},
+		{Tool: "done"},
+	}}
+	res, err := Run(context.Background(), e.cfg("sign in as demo", p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := strings.Join(res.ActionLog, "\n")
+	if strings.Contains(log, value) {
+		t.Fatalf("the action log holds the undeclared password:\n%s", log)
+	}
+	if !strings.Contains(log, "type #pw "+engine.Redacted+" +Enter") {
+		t.Fatalf("the action log does not show the redacted typing:\n%s", log)
+	}
+	if tr := e.only(t); strings.Contains(fmt.Sprintf("%+v", *tr), value) {
+		t.Fatalf("the trace holds the password: %+v", tr.Steps)
+	}
+}
+
 func TestSecretsAreTypedAndNowhereElse(t *testing.T) {
 	e := newEnv()
 	const value = "hunter2-canary-5150"

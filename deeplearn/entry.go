@@ -39,9 +39,7 @@ func Entry(ctx context.Context, eng *engine.Engine, url, intent string, force bo
 	}
 	res := &EntryResult{Domain: r.Domain, Intent: r.Intent, IntentKey: r.IntentKey, StatusBefore: r.Status, StatusAfter: r.Status, NewConfidence: r.Confidence}
 	if r.Tier == engine.P5 || r.IntentKey == "" {
-		res.Completed = true
-		res.Message = "nothing is known for this URL and intent yet: save runs first (experience_save), then deep-learn"
-		return res, nil
+		return nil, fmt.Errorf("%w: no entry for %s and intent %q: save runs first (experience_save), then deep-learn", engine.ErrNotFound, r.Domain, intent)
 	}
 	now := time.Now().UTC()
 	if eng.Now != nil {

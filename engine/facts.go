@@ -215,13 +215,27 @@ func parseSelectors(b []byte, p *Patch) error {
 	return nil
 }
 
+// parseBlockers reads known_blockers: a list of {type, selector, action,
+// note}, where a plain string stands for {type: <string>}.
 func parseBlockers(b []byte, p *Patch) error {
-	var raw []map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return fmt.Errorf("want a list of {type, selector, action, note}: %v", err)
+	var items []json.RawMessage
+	if err := json.Unmarshal(b, &items); err != nil {
+		return fmt.Errorf("want a list of {type, selector, action, note} (or strings): %v", err)
 	}
-	for i, m := range raw {
+	for i, item := range items {
 		var bl Blocker
+		var str string
+		if len(item) > 0 && item[0] == '"' && json.Unmarshal(item, &str) == nil {
+			if strings.TrimSpace(str) == "" {
+				return fmt.Errorf("blocker %d is an empty string", i)
+			}
+			p.KnownBlockers = append(p.KnownBlockers, Blocker{Type: str})
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(item, &m); err != nil || m == nil {
+			return fmt.Errorf("blocker %d: want a string or {type, selector, action, note}", i)
+		}
 		for k, v := range m {
 			var s string
 			if err := json.Unmarshal(v, &s); err != nil {

@@ -33,6 +33,18 @@ func TestParsePatchSpellings(t *testing.T) {
 	}
 }
 
+// A blocker given as a plain string is {type: <string>}.
+func TestParsePatchBlockerStrings(t *testing.T) {
+	got, err := engine.ParsePatch([]byte(`{"known_blockers":["a cookie banner covers the header",{"type":"login_wall","selector":"#login"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []engine.Blocker{{Type: "a cookie banner covers the header"}, {Type: "login_wall", Selector: "#login"}}
+	if !reflect.DeepEqual(got.KnownBlockers, want) {
+		t.Errorf("blockers = %+v, want %+v", got.KnownBlockers, want)
+	}
+}
+
 func TestParsePatchSelectors(t *testing.T) {
 	got, err := engine.ParsePatch([]byte(`{"selectors":{"stars":"#repo-stars","search":{"primary":"input[name=q]","fallbacks":["#q",".search"]}}}`))
 	if err != nil {
@@ -65,6 +77,9 @@ func TestParsePatchErrors(t *testing.T) {
 		{`{"blockers":[{"selector":"#x"}]}`, "no type"},
 		{`{"blockers":[{"type":"modal","when":"always"}]}`, `"when"`},
 		{`{"blockers":[{"type":3}]}`, "string"},
+		{`{"blockers":[""]}`, "empty string"},
+		{`{"blockers":[3]}`, "want a string or"},
+		{`{"blockers":[null]}`, "want a string or"},
 	}
 	for _, tt := range tests {
 		_, err := engine.ParsePatch([]byte(tt.in))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Recall is what Query answers: how far to trust memory for a task and what it
@@ -188,26 +187,32 @@ func RenderMemory(r *Recall, maxChars int) string {
 	for i := range body {
 		body[i] = inertLine(body[i])
 	}
-	out := strings.Join(head, "\n") + "\n"
-	for i, line := range body {
-		if len(out)+len(line)+1 > maxChars {
-			more := fmt.Sprintf("(%d more lines cut to fit)\n", len(body)-i)
-			if len(out)+len(more) <= maxChars {
-				out += more
-			}
+	lines := append(head, body...)
+	if out := strings.Join(lines, "\n") + "\n"; len(out) <= maxChars {
+		return out
+	}
+	// Over the cap: whole lines only, then the marker. The header and the
+	// notice come first, whatever else fits; the rest leaves room for the marker.
+	var out strings.Builder
+	marker := MemoryTruncated + "\n"
+	for i, line := range lines {
+		room := maxChars - out.Len() - len(line) - 1
+		if i >= 2 {
+			room -= len(marker)
+		}
+		if room < 0 {
 			break
 		}
-		out += line + "\n"
+		out.WriteString(line + "\n")
 	}
-	if len(out) > maxChars { // only the header could overflow a tiny cap
-		cut := maxChars
-		for cut > 0 && !utf8.RuneStart(out[cut]) { // never split a character
-			cut--
-		}
-		out = out[:cut]
+	if out.Len()+len(marker) <= maxChars {
+		out.WriteString(marker)
 	}
-	return out
+	return out.String()
 }
+
+// MemoryTruncated is the last line of a Memory section cut to fit its cap.
+const MemoryTruncated = "… (truncated)"
 
 func tierAdvice(t Tier) string {
 	switch t {

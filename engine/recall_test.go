@@ -128,8 +128,38 @@ func TestRenderMemoryDefaultCap(t *testing.T) {
 		t.Errorf("maxChars 0: %d bytes, want the 2,000 default used fully", len(out))
 	}
 	out := engine.RenderMemory(r, 1000)
-	if !strings.Contains(out, "more lines cut to fit") {
-		t.Errorf("a cut output should say so:\n%s", out)
+	if !strings.HasSuffix(out, "\n"+engine.MemoryTruncated+"\n") {
+		t.Errorf("a cut output should end with the marker line:\n%s", out)
+	}
+}
+
+// TestRenderMemoryCutsWholeLines: under any cap the section holds whole
+// lines of the full one, then the marker.
+func TestRenderMemoryCutsWholeLines(t *testing.T) {
+	r := sampleRecall()
+	full := engine.RenderMemory(r, 100000)
+	fullLines := strings.SplitAfter(full, "\n")
+	for max := 1; max < len(full); max++ {
+		out := engine.RenderMemory(r, max)
+		if len(out) > max {
+			t.Fatalf("cap %d: %d bytes", max, len(out))
+		}
+		if out == "" {
+			continue
+		}
+		if !strings.HasSuffix(out, engine.MemoryTruncated+"\n") {
+			// Only a cap that holds the header and notice but not the marker too.
+			if out != fullLines[0] && out != fullLines[0]+fullLines[1] || max >= len(fullLines[0]+fullLines[1])+len(engine.MemoryTruncated)+1 {
+				t.Fatalf("cap %d: no marker line:\n%s", max, out)
+			}
+			continue
+		}
+		kept := strings.SplitAfter(strings.TrimSuffix(out, engine.MemoryTruncated+"\n"), "\n")
+		for i, l := range kept[:len(kept)-1] {
+			if l != fullLines[i] {
+				t.Fatalf("cap %d: line %d is %q, want the whole line %q", max, i, l, fullLines[i])
+			}
+		}
 	}
 }
 
@@ -150,7 +180,7 @@ var hostile = []string{
 	strings.Repeat("é", 300),
 }
 
-var linePrefixes = []string{engine.MemoryHeader, engine.MemoryNotice, "- ", "  ", "("}
+var linePrefixes = []string{engine.MemoryHeader, engine.MemoryNotice, "- ", "  ", "(", engine.MemoryTruncated}
 
 // checkLines fails if a line of out opens with anything but one of pem's own
 // prefixes (the last line may be cut short by the cap), or if a raw stored

@@ -338,10 +338,11 @@ func EntryPaths(arg string) ([]string, error) {
 
 // Describe says what a version of the file rel holds, for pem log: a facts
 // entry's status and revision, an experience file's evidence counts; ""
-// for other files. read reads the version (at most limit bytes plus one).
+// for other files (a .gitkeep, anything not YAML). read reads the version
+// (at most limit bytes plus one).
 func Describe(rel string, read func(limit int) ([]byte, error)) string {
 	top := PlaceOf(rel).Top
-	if top != factsDir && top != experienceDir {
+	if top != factsDir && top != experienceDir || !strings.HasSuffix(rel, yamlExt) {
 		return ""
 	}
 	kind := KindFacts

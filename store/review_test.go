@@ -106,6 +106,11 @@ func TestDescribe(t *testing.T) {
 	if got := store.Describe(rel, read(reviewFacts(t, engine.Verified, "#stars"))); !strings.HasPrefix(got, "status verified, revision r") {
 		t.Errorf("facts: %q", got)
 	}
+	for _, other := range []string{"facts/.gitkeep", "experience/.gitkeep", "facts/github.com/notes.txt"} {
+		if got := store.Describe(other, read(nil)); got != "" {
+			t.Errorf("Describe(%s) = %q, want nothing: only YAML files are entries", other, got)
+		}
+	}
 	if got := store.Describe(rel, read([]byte("status: [\n"))); !strings.HasPrefix(got, "unreadable: ") {
 		t.Errorf("unreadable facts: %q", got)
 	}

@@ -62,7 +62,7 @@ func newAgentRunCmd() *cli.Command {
 			&cli.StringFlag{Name: "secrets-file", Usage: "read secrets from `FILE` (NAME=value lines; keep it mode 0600)"},
 			&cli.StringFlag{Name: "tasks", Usage: "run the tasks in `FILE` (JSON lines or YAML list)"},
 			&cli.IntFlag{Name: "parallel", Value: 1, Usage: "with --tasks: how many tasks run at once"},
-			&cli.StringFlag{Name: "shots", Usage: "directory for the final screenshots (default: the temp dir)"},
+			&cli.StringFlag{Name: "shots", Usage: "keep each run's final screenshot in `DIR` (default: none is taken)"},
 		}, plannerFlags()...),
 		Action: runAgentRun,
 	}
@@ -297,10 +297,7 @@ func runAgentRun(c *cli.Context) error {
 		return err
 	}
 	defer br.Close()
-	shots := c.String("shots")
-	if shots == "" {
-		shots = filepath.Join(os.TempDir(), "pem-shots")
-	}
+	shots := c.String("shots") // "": no screenshot, nothing left behind
 	session := fmt.Sprintf("%s-%d", hostname(), time.Now().UnixNano())
 	var jobs []*agent.Job
 	for _, s := range specs {
@@ -523,7 +520,7 @@ func runDemo(c *cli.Context) error {
 	} else {
 		bench.WriteTable(out, runs)
 		if temp {
-			fmt.Fprintf(out, "knowledge tree: %s (temporary; inspect it with: pem --knowledge %s log)\n", dir, dir)
+			fmt.Fprintf(out, "knowledge tree: %s (temporary; inspect it with: %s --knowledge %s log)\n", dir, selfName(), dir)
 		} else {
 			fmt.Fprintf(out, "knowledge tree: %s\n", dir)
 		}

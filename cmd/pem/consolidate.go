@@ -30,7 +30,7 @@ func newConsolidateCmd() *cli.Command {
 			"than ttl_days, and commits exactly what it wrote (each promotion to verified in its own commit).\n" +
 			"Nothing new: no write, no commit. --dry-run prints every planned change with its reason.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "now", Usage: "consolidate as of `TIME` (RFC 3339 or YYYY-MM-DD) instead of the clock"},
+			&cli.StringFlag{Name: "now", Usage: "consolidate as of `TIME` (RFC 3339, YYYY-MM-DDTHH:MM or YYYY-MM-DD) instead of the clock"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan and write nothing"},
 			&cli.BoolFlag{Name: "no-commit", Usage: "write the tree but make no git commit"},
 		},
@@ -38,14 +38,15 @@ func newConsolidateCmd() *cli.Command {
 	}
 }
 
-// parseNow reads --now.
+// parseNow reads every command's --now: an RFC 3339 time, a UTC minute
+// (2025-03-10T12:00) or a UTC day (2025-03-10, midnight).
 func parseNow(s string) (time.Time, error) {
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04", "2006-01-02"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, usagef("--now %q: give a time as 2025-03-10T12:00:00Z or a day as 2025-03-10", s)
+	return time.Time{}, usagef("--now %q: give an RFC 3339 time (2025-03-10T12:00:00Z), a UTC minute (2025-03-10T12:00) or a UTC day (2025-03-10)", s)
 }
 
 func consolidateOptions(c *cli.Context) (consolidate.Options, error) {

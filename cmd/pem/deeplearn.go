@@ -45,7 +45,7 @@ func newDeepLearnCmd() *cli.Command {
 			&cli.StringFlag{Name: "intent", Usage: "mine only this intent (`TEXT` or key)"},
 			&cli.StringFlag{Name: "branch", Usage: "the review branch `NAME` (default pem/deep-learn/<date>)"},
 			&cli.BoolFlag{Name: "apply", Usage: "write the proposals onto the current branch and commit them"},
-			&cli.StringFlag{Name: "now", Usage: "the time to mine at, RFC 3339 (default: now)"},
+			&cli.StringFlag{Name: "now", Usage: "mine as of `TIME` (RFC 3339, YYYY-MM-DDTHH:MM or YYYY-MM-DD) instead of the clock"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -53,11 +53,11 @@ func newDeepLearnCmd() *cli.Command {
 			}
 			now := time.Now().UTC()
 			if s := c.String("now"); s != "" {
-				t, err := time.Parse(time.RFC3339, s)
+				t, err := parseNow(s)
 				if err != nil {
-					return usagef("--now %q: want an RFC 3339 time such as 2026-11-30T12:00:00Z", s)
+					return err
 				}
-				now = t.UTC()
+				now = t
 			}
 			st, err := openStore(c)
 			if err != nil {
@@ -149,7 +149,8 @@ func newExperienceDeepLearnCmd() *cli.Command {
 		Description: "Mines the entry that experience query would pick for URL and --intent and writes the proposal\n" +
 			"(at most candidate) into facts/. A verified entry is frozen: nothing is written unless --force,\n" +
 			"which writes a candidate revision that supersedes it. Prints completed, domain, intent,\n" +
-			"status_before, status_after, promoted, new_confidence, selectors_found, message.",
+			"status_before, status_after, promoted, new_confidence, selectors_found, message. An entry nothing is\n" +
+			"known about yet (no run saved for it) exits 4, not found.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "intent", Usage: "what the task is for, in words (`TEXT`)"},
 			&cli.BoolFlag{Name: "force", Usage: "write a superseding revision even over a verified entry"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/pemdev/pem/agent/llm"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store/gitrepo"
 )
@@ -30,7 +31,8 @@ import (
 //	10  read-only: the tree or a file in it may not be written (EROFS, EACCES, EPERM)
 //	11  git unavailable: no git repository for the tree, or the git program missing
 //	12  Chromium missing: install it or set PEM_CHROME
-//	13  the remote refused or could not be reached (authentication, permission, a rejected push, the network)
+//	13  the remote refused or could not be reached (authentication, permission, a rejected push, the network),
+//	    the tree has no such remote, or the model server refused or could not be reached
 //	75  contended: pem sync lost the push to another writer on every try;
 //	    nothing is lost, run it again (75 is sysexits' EX_TEMPFAIL)
 //	130 cancelled (SIGINT or SIGTERM)
@@ -72,14 +74,18 @@ var exitCodes = []struct {
 	{isAny(engine.ErrFrozen), exitFrozen, "verified entries change only through a new revision proposed by 'pem deep-learn'"},
 	{isAny(engine.ErrContradicts), exitFrozen, "a verdict is immutable: judge a newer run instead"},
 	{isAny(engine.ErrUnknownTrace), exitNotFound, "give the id that pem experience save printed (\"id\"), or a trace file's name"},
+	{isAny(gitrepo.ErrUnknownRevision), exitNotFound, "name a commit, branch or tag (git log shows them)"},
 	{isAny(engine.ErrNotFound), exitNotFound, "check the name with 'pem experience list'"},
 	{isAny(gitrepo.ErrContended), exitContended, "run 'pem sync' again, now or later"},
+	{isAny(gitrepo.ErrNoRemote), exitRemote, "'git remote -v' lists the remotes the tree has"},
+	{isAny(llm.ErrAPI), exitRemote, "the model server refused or could not be reached: check the planner's base URL, model and API key ('pem agent run --help') and that the server is up"},
 	{isAny(engine.ErrBadTrace), exitUsage, "fix the trace JSON: its fields are listed by 'pem experience save --help'"},
 	{isAny(engine.ErrBadPatch), exitUsage, "fix the facts patch: its keys are listed by 'pem experience save --help'"},
 	{isUsage, exitUsage, "run the command with --help for usage"},
 	{isDiskFull, exitDiskFull, "the disk is full: free space (or raise the quota) and run the command again; nothing half-written was left in the tree"},
 	{isRemoteRefused, exitRemote, "the remote refused or could not be reached: check its URL (git remote -v), your credentials and access to it, and the network; nothing local was lost"},
 	{isReadOnly, exitReadOnly, "the knowledge tree (or a file in it) may not be written: check its owner and permissions, or that its file system is not mounted read-only"},
+	{isAny(gitrepo.ErrUnsupportedRepo), exitNoGit, "keep the tree in a SHA-1 repository (plain 'git init'), or outside this one"},
 	{isNoGit, exitNoGit, "the tree needs a git repository: run 'pem init' in it (or 'git init'), and install git if it is missing"},
 	{isNoChromium, exitNoBrowser, "install Chromium (apt-get install chromium) or point PEM_CHROME at a Chromium binary"},
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -12,6 +13,16 @@ import (
 )
 
 func init() { register(newInitCmd) }
+
+// selfName is pem as the user ran it, for hints to copy: "./bin/pem" when run
+// by a path, "pem" when found on PATH (or run in-process by a test binary).
+func selfName() string {
+	name := os.Args[0]
+	if filepath.Base(name) != "pem" && filepath.Base(name) != "pem.exe" || !strings.ContainsRune(name, filepath.Separator) && !strings.ContainsRune(name, '/') {
+		return "pem"
+	}
+	return name
+}
 
 func newInitCmd() *cli.Command {
 	return &cli.Command{
@@ -34,6 +45,9 @@ func runInit(c *cli.Context) error {
 			return usagef("init: the directory is empty: give a path or leave it out to use --knowledge")
 		}
 		dir = filepath.Clean(c.Args().First())
+	}
+	if err := gitrepo.CheckSupported(dir); err != nil { // before writing anything
+		return fmt.Errorf("init: %w", err)
 	}
 	created, err := store.Init(c.Context, dir)
 	if err != nil {
@@ -67,7 +81,7 @@ func runInit(c *cli.Context) error {
 	}
 	fmt.Fprintf(w, "git runs %s for merges of facts/ and experience/ (after moving pem, run 'pem merge-driver --install')\n", driver)
 	if created {
-		fmt.Fprintf(w, "next: pem --knowledge %s experience save URL TRACE_JSON\n", dir)
+		fmt.Fprintf(w, "next: %s --knowledge %s experience save URL TRACE_JSON\n", selfName(), dir)
 	}
 	return nil
 }

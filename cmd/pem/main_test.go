@@ -18,11 +18,13 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/urfave/cli/v2"
 
+	"github.com/pemdev/pem/agent/llm"
 	"github.com/pemdev/pem/agent/rod"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
@@ -43,6 +45,10 @@ func TestMain(m *testing.M) {
 //	catall DIR                print every file under DIR (not .git), sorted, with headers
 //	genfile FILE BYTES        write a syntactically valid trace JSON of BYTES bytes
 //	maxsize FILE N            fail unless FILE holds at most N bytes
+//	holdlock DIR              take the writer lock of the tree DIR until the script ends
+//	interrupt CODE prog args  run prog, send it SIGINT once it opened the tree's lock, require exit CODE
+//
+// The condition [root] holds when the tests run as root (permissions do not bind).
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
@@ -51,14 +57,95 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":   cmdExits,
-			"tree":    cmdTree,
-			"catall":  cmdCatall,
-			"genfile": cmdGenfile,
-			"maxsize": cmdMaxsize,
-			"jsonenv": cmdJSONEnv,
+			"exits":     cmdExits,
+			"tree":      cmdTree,
+			"catall":    cmdCatall,
+			"genfile":   cmdGenfile,
+			"maxsize":   cmdMaxsize,
+			"jsonenv":   cmdJSONEnv,
+			"holdlock":  cmdHoldLock,
+			"interrupt": cmdInterrupt,
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" {
+				return os.Geteuid() == 0, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 	})
+}
+
+func cmdHoldLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: holdlock DIR")
+	}
+	s, err := store.Open(ts.MkAbs(args[0]), nil)
+	ts.Check(err)
+	release, err := s.Lock(context.Background())
+	ts.Check(err)
+	ts.Defer(func() { release(); s.Close() })
+}
+
+// cmdInterrupt runs prog with the script's directory and knowledge tree and
+// interrupts it, as Ctrl-C would.
+func cmdInterrupt(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: interrupt CODE prog args...")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	path := args[1]
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if p := filepath.Join(dir, args[1]); fileExists(p) {
+			path = p
+			break
+		}
+	}
+	cmd := exec.Command(path, args[2:]...)
+	cmd.Dir = ts.MkAbs(".")
+	cmd.Env = append(os.Environ(), "PATH="+ts.Getenv("PATH"), EnvKnowledgeDir+"="+ts.Getenv(EnvKnowledgeDir))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	ts.Check(cmd.Start())
+	waitOpened(cmd.Process.Pid, ".pem.lock", 10*time.Second)
+	time.Sleep(100 * time.Millisecond) // into the wait, past the open
+	ts.Check(cmd.Process.Signal(os.Interrupt))
+	err = cmd.Wait()
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("running %s: %v", args[1], err)
+	}
+	fmt.Fprint(ts.Stdout(), out.String())
+	fmt.Fprint(ts.Stderr(), errb.String())
+	if got != want {
+		ts.Fatalf("%s exited with %d after SIGINT, want %d; stderr %q", strings.Join(args[1:], " "), got, want, errb.String())
+	}
+}
+
+// waitOpened waits until process pid has a file named name open (read from
+// /proc; where there is none, it waits one second), or until limit.
+func waitOpened(pid int, name string, limit time.Duration) {
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	if _, err := os.Stat(fds); err != nil {
+		time.Sleep(time.Second)
+		return
+	}
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		ents, _ := os.ReadDir(fds)
+		for _, e := range ents {
+			if target, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && filepath.Base(target) == name {
+				return
+			}
+		}
+	}
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
@@ -224,6 +311,7 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("x: %w", engine.ErrTooLarge), 2},
 		{fmt.Errorf("opening: %w", engine.ErrNoTree), 3},
 		{fmt.Errorf("x: %w", engine.ErrNotFound), 4},
+		{fmt.Errorf("diff: %w: %q", gitrepo.ErrUnknownRevision, "nosuchrev"), 4},
 		{fmt.Errorf("x: %w", engine.ErrLocked), 5},
 		{fmt.Errorf("x: %w", engine.ErrCorrupt), 6},
 		{fmt.Errorf("x: %w", engine.ErrUnsafePath), 7},
@@ -238,11 +326,14 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("saving: %w", &os.PathError{Op: "open", Path: "k", Err: syscall.EROFS}), 10},
 		{fmt.Errorf("saving: %w", &os.PathError{Op: "open", Path: "k", Err: syscall.EACCES}), 10},
 		{fmt.Errorf("x: %w", gitrepo.ErrNoRepo), 11},
+		{fmt.Errorf("init: %w", gitrepo.ErrUnsupportedRepo), 11},
 		{&exec.Error{Name: "git", Err: exec.ErrNotFound}, 11},
 		{fmt.Errorf("launch: %w at /usr/bin/chromium", rod.ErrNoChromium), 12},
 		{fmt.Errorf("sync: pushing main to origin: %w", transport.ErrAuthorizationFailed), 13},
 		{errors.New("sync: pushing main to origin: command error on refs/heads/main: pre-receive hook declined"), 13},
 		{fmt.Errorf("sync: fetching: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), 13},
+		{fmt.Errorf("sync: %w %q", gitrepo.ErrNoRemote, "origin"), 13},
+		{fmt.Errorf("agent run: planner openai: %w: POST http://127.0.0.1:1/v1/chat/completions: connection refused", llm.ErrAPI), 13},
 	}
 	for _, c := range cases {
 		if got := exitCode(c.err); got != c.want {

@@ -101,7 +101,7 @@ func newSyncCmd() *cli.Command {
 			"replay, push again, up to 16 tries, with random pauses whose cap starts at 50 ms (or the lost try's\n" +
 			"duration) and doubles up to 8 s. If every try loses, sync exits 75 (contended): nothing is lost, your\n" +
 			"commits stay on the branch; run it again. A remote that refuses the push (credentials, permissions, a\n" +
-			"hook) is not retried and exits 1 with the remote's reason; an unknown REMOTE exits 2.",
+			"hook) is not retried and exits 13 with the remote's reason; an unknown REMOTE exits 13 and says how to add it.",
 		Action: runSync,
 	}
 }
@@ -118,7 +118,7 @@ func runSync(c *cli.Context) error {
 	case errors.Is(err, gitrepo.ErrNotAddOnly):
 		return cli.Exit(err.Error(), exitInternal)
 	case errors.Is(err, gitrepo.ErrNoRemote):
-		return usagef("%w", err)
+		return err // exit 13: the message says how to add it
 	}
 	if err != nil {
 		return fmt.Errorf("sync of %s: %w", dir, err)
@@ -153,7 +153,8 @@ func newDiffCmd() *cli.Command {
 		ArgsUsage: "[REV1 [REV2]]",
 		Description: "REV1 defaults to HEAD~1 (the empty tree when HEAD is the first commit) and REV2 to HEAD.\n" +
 			"Shows status changes, selectors, route, hints, blockers, anti-patterns, answers and evidence counts,\n" +
-			"and new and expired traces per domain. --format markdown writes a pull request body.",
+			"and new and expired traces per domain. --format markdown writes a pull request body. A revision\n" +
+			"that names no commit exits 4 (not found).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "`text`, markdown or json"},
 		},
@@ -178,7 +179,7 @@ func runDiff(c *cli.Context) error {
 	ctx := c.Context
 	from, to, err := h.DiffRange(ctx, c.Args().Slice())
 	if err != nil {
-		return usagef("diff: %v", err)
+		return fmt.Errorf("diff: %w", err) // an unknown revision exits 4 (not found)
 	}
 	vs, err := h.DiffVersions(ctx, from, to, "", store.DiffLimit)
 	if err != nil {
@@ -222,7 +223,8 @@ func newLogCmd() *cli.Command {
 		ArgsUsage: "[DOMAIN[/INTENT]]",
 		Description: "Walks the first-parent history from HEAD and lists the commits that changed the entry's facts or\n" +
 			"experience file, newest first, with the entry's status and revision (or evidence counts) at each.\n" +
-			"INTENT is an intent key or the intent's text. Without an argument: every commit that changed facts/.",
+			"INTENT is an intent key or the intent's text. Without an argument: every commit that changed facts/.\n" +
+			"An entry neither in the tree nor in its history exits 4 (not found).",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "show at most `N` commits (0: all)"},
 		},
@@ -238,7 +240,8 @@ func runLog(c *cli.Context) error {
 	if err != nil {
 		return usagef("log: %v", err)
 	}
-	h, err := gitrepo.OpenHistory(knowledgeDir(c))
+	dir := knowledgeDir(c)
+	h, err := gitrepo.OpenHistory(dir)
 	if err != nil {
 		return err
 	}
@@ -248,6 +251,9 @@ func runLog(c *cli.Context) error {
 		return err
 	}
 	w := c.App.Writer
+	if len(entries) == 0 && c.Args().First() != "" && !anyExists(dir, paths) {
+		return fmt.Errorf("log: %w: no entry %s in the tree or its history", engine.ErrNotFound, c.Args().First())
+	}
 	if len(entries) == 0 {
 		fmt.Fprintf(w, "no commit changed %s\n", strings.Join(paths, " or "))
 		return nil
@@ -473,4 +479,14 @@ func checkHistory(c *cli.Context, dir string) (checkResult, error) {
 		res.problems = append(res.problems, prs...)
 	}
 	return res, nil
+}
+
+// anyExists reports whether one of the tree-relative paths exists in dir.
+func anyExists(dir string, paths []string) bool {
+	for _, p := range paths {
+		if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(p))); err == nil {
+			return true
+		}
+	}
+	return false
 }

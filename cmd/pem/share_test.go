@@ -426,8 +426,8 @@ func TestLogCommand(t *testing.T) {
 	if _, out, _ := runPem(t, "--knowledge", dir, "log", "other.example", "--limit", "1"); strings.Count(out, "pem: consolidate other") != 1 {
 		t.Fatalf("domain log:\n%s", out)
 	}
-	if code, out, _ := runPem(t, "--knowledge", dir, "log", "nothing.example/x"); code != 0 || !strings.Contains(out, "no commit changed") {
-		t.Fatalf("an unknown entry: %d %s", code, out)
+	if code, out, errs := runPem(t, "--knowledge", dir, "log", "nothing.example/x"); code != exitNotFound || out != "" || !strings.Contains(errs, "no entry nothing.example/x") {
+		t.Fatalf("an unknown entry: %d %q %s", code, out, errs)
 	}
 }
 
@@ -451,7 +451,7 @@ func TestDiffCommand(t *testing.T) {
 	if code, _, errs := runPem(t, "--knowledge", dir, "diff", "--format", "html"); code != exitUsage {
 		t.Fatalf("a bad format: exit %d %s", code, errs)
 	}
-	if code, _, errs := runPem(t, "--knowledge", dir, "diff", "no-such-branch"); code != exitUsage || !strings.Contains(errs, "no-such-branch") {
+	if code, _, errs := runPem(t, "--knowledge", dir, "diff", "no-such-branch"); code != exitNotFound || !strings.Contains(errs, "no-such-branch") {
 		t.Fatalf("a bad revision: exit %d %s", code, errs)
 	}
 	// The first commit has no parent: diff against the empty tree.

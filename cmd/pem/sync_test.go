@@ -199,7 +199,7 @@ func TestSyncExitCodes(t *testing.T) {
 	}
 	shareOnePrefix(t, errs, "pem: ")
 	code, _, errs = runPem(t, "--knowledge", dir, "sync", "nope")
-	if code != exitUsage || !strings.Contains(errs, "git remote add nope") || strings.Contains(errs, "report it") {
+	if code != exitRemote || !strings.Contains(errs, "git remote add nope") || strings.Contains(errs, "report it") {
 		t.Fatalf("sync to an unknown remote: exit %d, %s", code, errs)
 	}
 }

@@ -423,6 +423,8 @@ func (s *server) explain(tool string, err error) (kind, msg string) {
 			what = "Nothing was saved."
 		}
 		return "invalid_arguments", fmt.Sprintf("%s: %v. %s Fix the arguments and call %s again.", tool, err, what, tool)
+	case errors.Is(err, engine.ErrNotFound):
+		return "not_found", fmt.Sprintf("%s: %v. Nothing was changed.", tool, err)
 	case errors.Is(err, engine.ErrNoTree):
 		return "no_tree", fmt.Sprintf("%s: %v. The knowledge tree is not initialized: run `pem init DIR` and start the server with `pem mcp --knowledge DIR`.", tool, err)
 	case errors.Is(err, engine.ErrLocked):

@@ -192,6 +192,21 @@ func TestPanicInHandlerBecomesErrorResult(t *testing.T) {
 	}
 }
 
+// A deep-learn of an entry nothing is known about is "not found", not an
+// internal failure to retry.
+func TestDeepLearnNotFound(t *testing.T) {
+	dl := func(context.Context, string, string, bool) (any, error) {
+		return nil, fmt.Errorf("%w: no entry for nothing.example", engine.ErrNotFound)
+	}
+	cs := connectInProcess(t, openEngine(t, newTree(t)), &mcp.Options{DeepLearn: dl})
+	res := call(t, cs, "experience_deep_learn", map[string]any{"url": "https://nothing.example/"})
+	text := resultText(t, res)
+	sc, _ := res.StructuredContent.(map[string]any)
+	if !res.IsError || sc["kind"] != "not_found" || !strings.Contains(text, "no entry for nothing.example") || strings.Contains(text, "retry") {
+		t.Fatalf("want an isError result of kind not_found, got %v %v %s", res.IsError, sc, text)
+	}
+}
+
 func TestConcurrentCalls(t *testing.T) {
 	dir := newTree(t)
 	cs := connectInProcess(t, openEngine(t, dir), nil)

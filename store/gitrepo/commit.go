@@ -414,6 +414,9 @@ func openRepo(dir string) (*repo, error) {
 		}
 		common = filepath.Clean(c)
 	}
+	if err := checkFormat(root, common); err != nil {
+		return nil, err
+	}
 	prefix, err := filepath.Rel(root, abs)
 	if err != nil {
 		return nil, err

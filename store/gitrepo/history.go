@@ -164,13 +164,23 @@ func (h *History) Resolve(ctx context.Context, rev string) (string, error) {
 	return c.Hash.String(), nil
 }
 
+// ErrUnknownRevision: a revision that names no commit (it also matches
+// os.ErrNotExist).
+var ErrUnknownRevision = errors.New("unknown revision")
+
+// notExist makes an error match os.ErrNotExist without saying so twice.
+type notExist struct{}
+
+func (notExist) Error() string { return "" }
+func (notExist) Unwrap() error { return os.ErrNotExist }
+
 func (h *History) commit(ctx context.Context, rev string) (*object.Commit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	hash, err := h.repo.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {
-		return nil, fmt.Errorf("%w: revision %q: %v: name a commit, branch or tag (git log shows them)", os.ErrNotExist, rev, err)
+		return nil, fmt.Errorf("%w %q (%v)%w: name a commit, branch or tag (git log shows them)", ErrUnknownRevision, rev, err, notExist{})
 	}
 	c, err := h.repo.CommitObject(*hash)
 	if err != nil {
