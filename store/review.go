@@ -371,3 +371,29 @@ func Describe(rel string, read func(limit int) ([]byte, error)) string {
 	}
 	return "unreadable: " + err.Error()
 }
+
+// CheckInjected lists a trace or facts file (rel, placed by the layout)
+// whose text the injection screen flags (engine.CheckInjectedTrace and
+// CheckInjectedFacts); a file that does not decode is the schema check's
+// business, and any other file is none of this check's.
+func CheckInjected(rel string, data []byte) []engine.CheckProblem {
+	var p *engine.CheckProblem
+	switch PlaceOf(rel).Kind {
+	case KindTrace:
+		var t engine.Trace
+		if Unmarshal(data, &t, KindTrace) != nil {
+			return nil
+		}
+		p = engine.CheckInjectedTrace(rel, &t)
+	case KindFacts:
+		var f engine.Facts
+		if Unmarshal(data, &f, KindFacts) != nil {
+			return nil
+		}
+		p = engine.CheckInjectedFacts(rel, &f)
+	}
+	if p == nil {
+		return nil
+	}
+	return []engine.CheckProblem{*p}
+}

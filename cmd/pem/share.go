@@ -353,7 +353,7 @@ func runCheck(c *cli.Context) error {
 	err = s.Files(ctx, store.MaxExperienceBytes, func(rel string, data []byte) error {
 		files++
 		problems = append(problems, engine.CheckSecrets(rel, data, secrets)...)
-		quarantined = append(quarantined, checkInjected(rel, data)...)
+		quarantined = append(quarantined, store.CheckInjected(rel, data)...)
 		return nil
 	})
 	if err != nil {
