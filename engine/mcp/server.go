@@ -31,6 +31,10 @@ type Options struct {
 	MaxLineBytes int
 	// Version is reported to clients as the server version; "" means "dev".
 	Version string
+	// Register, when set, adds more tools to the server after the experience
+	// tools (pem mcp --browser: agent/mcpbrowser's browser and delegation
+	// tools), so that one server and one transport carry both families.
+	Register func(*sdk.Server)
 }
 
 func (o *Options) logger() *slog.Logger {
@@ -72,6 +76,9 @@ func NewServer(eng *engine.Engine, opts *Options) *sdk.Server {
 		&sdk.ServerOptions{Instructions: Instructions, Logger: log, Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}})
 	for _, t := range s.tools(opts) {
 		srv.AddTool(t.tool, s.handler(t.tool.Name, t.args, t.run))
+	}
+	if opts != nil && opts.Register != nil {
+		opts.Register(srv)
 	}
 	return srv
 }
