@@ -735,6 +735,7 @@ func (e *Engine) recall(en *entry, n NormalizedURL, match string, p Policy) *Rec
 	if r.Source == "" {
 		r.Source = "traces"
 	}
+	e.observedAnswers(en, r, p) // answers.go: what the runs read
 	basis.Status, basis.Revision, basis.OpenBlocker = r.Status, r.Revision, openBlocker
 	r.Tier, r.Reasons = DecideTier(basis, p)
 	r.basis = &basis

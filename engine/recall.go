@@ -170,14 +170,7 @@ func RenderMemory(r *Recall, maxChars int) string {
 	for _, h := range r.InteractionHints {
 		body = append(body, "- hint: "+quote(h))
 	}
-	for _, a := range r.Answers {
-		switch a.Freshness {
-		case Volatile:
-			body = append(body, fmt.Sprintf("- answer to %s changes often: read it live (follow the route)", quote(a.Query)))
-		default:
-			body = append(body, fmt.Sprintf("- answer to %s: %s — cached, verify at %s", quote(a.Query), quote(a.Value), quote(a.SourceURL)))
-		}
-	}
+	body = append(body, answerLines(r.Answers)...)
 	for _, w := range r.Warnings {
 		body = append(body, "- warning: "+quote(w))
 	}
@@ -241,4 +234,26 @@ func statusWord(s Status) string {
 		return orDash(string(s))
 	}
 	return quote(string(s))
+}
+
+// answerLines renders cached answers: a stable one as its value, "cached —
+// verify at <source>"; a volatile or demoted one as "read it live" with the
+// route, never its value.
+func answerLines(as []Answer) []string {
+	var out []string
+	for _, a := range as {
+		switch {
+		case a.Demoted:
+			out = append(out, fmt.Sprintf("- answer to %s changed when re-read: read it live (follow the route)", quote(a.Query)))
+		case a.Freshness == Volatile || a.Value == "":
+			out = append(out, fmt.Sprintf("- answer to %s changes often: read it live (follow the route)", quote(a.Query)))
+		default:
+			line := fmt.Sprintf("- answer to %s: %s — cached, verify at %s", quote(a.Query), quote(a.Value), quote(a.SourceURL))
+			if a.Sessions > 0 {
+				line += fmt.Sprintf(" (read alike in %d sessions)", a.Sessions)
+			}
+			out = append(out, line)
+		}
+	}
+	return out
 }
