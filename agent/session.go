@@ -106,6 +106,15 @@ func (s *Session) SetIntent(intent, task string) {
 	}
 }
 
+// LastKind is the error kind (engine.Kind*) of the last step recorded, ""
+// when it succeeded or nothing is known.
+func (s *Session) LastKind() string {
+	if n := len(s.r.steps); n > 0 {
+		return s.r.steps[n-1].ErrorKind
+	}
+	return ""
+}
+
 // Steps is the number of steps recorded so far.
 func (s *Session) Steps() int { return len(s.r.steps) }
 

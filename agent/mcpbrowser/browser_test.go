@@ -49,11 +49,13 @@ func TestGoClientSession(t *testing.T) {
 		t.Errorf("get_elements (limit 20): %q", els.ExtractedContent)
 	}
 
-	// A step that fails: an isError result with a hint, recorded as failed.
-	miss := call(t, cs, "browser_click", map[string]any{"selector": "#no-such-button"})
-	if mr := decode(t, miss); !miss.IsError || mr.Kind != "no_element" || !strings.Contains(mr.Hint, "browser_get_elements") {
-		t.Errorf("click on a missing element: isError %v %+v", miss.IsError, mr)
+	// A step that fails (a link to a missing page): an isError result with
+	// a hint, recorded as failed.
+	miss := call(t, cs, "browser_navigate", map[string]any{"url": "/acme/widgets/no-such-page"})
+	if mr := decode(t, miss); !miss.IsError || mr.Kind != "error_page" || !strings.Contains(mr.Hint, "browser_navigate") {
+		t.Errorf("navigation to a missing page: isError %v %+v", miss.IsError, mr)
 	}
+	okCall(t, cs, "browser_navigate", map[string]any{"url": repo})
 	// Malformed calls: isError, nothing done, the session goes on.
 	for _, bad := range []struct {
 		tool string
@@ -93,7 +95,7 @@ func TestGoClientSession(t *testing.T) {
 		t.Errorf("screenshot is not a PNG: % x", img.Data[:8])
 	}
 	done, _ := okCall(t, cs, "browser_done", map[string]any{"answer": answer, "success": true})
-	if !done.IsDone || done.Success == nil || !*done.Success || len(done.Deposited) != 1 || done.Deposited[0].Steps != 6 {
+	if !done.IsDone || done.Success == nil || !*done.Success || len(done.Deposited) != 1 || done.Deposited[0].Steps != 7 {
 		t.Fatalf("done: %+v", done)
 	}
 
@@ -110,13 +112,13 @@ func TestGoClientSession(t *testing.T) {
 		}
 		actions = append(actions, a)
 	}
-	if got, want := strings.Join(actions, " "), "navigate get_elements click! click get_text screenshot"; got != want {
+	if got, want := strings.Join(actions, " "), "navigate get_elements navigate! navigate click get_text screenshot"; got != want {
 		t.Errorf("trace steps %q, want %q", got, want)
 	}
 	if tr.Outcome != engine.Success || tr.Result.Answer != answer || tr.Intent != intent || tr.ID != done.Deposited[0].TraceID {
 		t.Errorf("trace: outcome %s answer %q intent %q id %s", tr.Outcome, tr.Result.Answer, tr.Intent, tr.ID)
 	}
-	if tr.Steps[1].URL == "" || tr.Steps[3].Selector != "#issues-tab" || tr.Steps[4].Result != answer {
+	if tr.Steps[1].URL == "" || tr.Steps[2].HTTPStatus != 404 || tr.Steps[4].Selector != "#issues-tab" || tr.Steps[5].Result != answer {
 		t.Errorf("trace step details: %+v", tr.Steps)
 	}
 	stop()
@@ -150,21 +152,39 @@ func TestGoClientSession(t *testing.T) {
 		t.Errorf("idle trace: outcome %s category %s steps %d intent %q task %q", idle.Outcome, idle.FailureCategory, len(idle.Steps), idle.Intent, idle.Task)
 	}
 	// The session survives the idle deposit; its next call starts a new
-	// task, deposited when the session ends.
-	okCall(t, cs2, "browser_get_text", map[string]any{"selector": "h1", "intent": "read the heading"})
+	// task. This one visits a second site (the same server as localhost):
+	// one trace per site, the answer on the site it was read on.
+	okCall(t, cs2, "browser_get_text", map[string]any{"selector": "h1", "intent": "read the license"})
+	other := strings.Replace(repo, "127.0.0.1", "localhost", 1)
+	nav3, _ := okCall(t, cs2, "browser_navigate", map[string]any{"url": other})
+	if nav3.Intent != "read the license" || nav3.Step != 1 {
+		t.Errorf("first navigation to the second site: %+v", nav3)
+	}
+	lic, _ := okCall(t, cs2, "browser_extract", map[string]any{"label": "License"})
+	done2, _ := okCall(t, cs2, "browser_done", map[string]any{"answer": lic.ExtractedContent})
+	if len(done2.Deposited) != 2 || lic.ExtractedContent != "MIT" {
+		t.Errorf("a task over two sites: extract %q, deposited %+v", lic.ExtractedContent, done2.Deposited)
+	}
+	// A task begun and left: deposited when the session ends.
+	okCall(t, cs2, "browser_scroll", map[string]any{"direction": "down", "intent": "scroll"})
 	stop2()
 	ts = traces(t, dir)
-	if len(ts) != 3 {
-		t.Fatalf("after the session's end: %d traces, want 3", len(ts))
+	if len(ts) != 5 {
+		t.Fatalf("after the session's end: %d traces, want 5", len(ts))
 	}
-	var last engine.Trace
+	bySite := map[string]engine.Trace{}
 	for _, x := range ts {
-		if x.Intent == "read the heading" {
-			last = x
+		if x.Intent == "read the license" {
+			bySite[x.Domain] = x
+		}
+		if x.Intent == "scroll" && (x.Outcome != engine.Failure || x.FailureCategory != engine.Aborted || len(x.Steps) != 1) {
+			t.Errorf("trace left at the session's end: %+v", x)
 		}
 	}
-	if last.Outcome != engine.Failure || last.FailureCategory != engine.Aborted || len(last.Steps) != 1 || last.Steps[0].Action != "get_text" {
-		t.Errorf("trace left at the session's end: %+v", last)
+	first, second := bySite["127.0.0.1"], bySite["localhost"]
+	if len(bySite) != 2 || len(first.Steps) != 1 || first.Result.Answer != "" || len(second.Steps) != 2 ||
+		second.Result.Answer != "MIT" || second.Outcome != engine.Success || first.Session != second.Session {
+		t.Errorf("traces of the two-site task: %+v", bySite)
 	}
 }
 

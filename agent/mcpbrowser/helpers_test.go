@@ -164,6 +164,8 @@ func connect(tb testing.TB, dir string, args ...string) (*sdk.ClientSession, *st
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
+			t0 := time.Now()
+			defer func() { tb.Logf("closing the session took %s", time.Since(t0)) }()
 			if err := cs.Close(); err != nil {
 				tb.Errorf("closing the session: %v (stderr: %s)", err, stderr)
 			}
@@ -188,7 +190,11 @@ func call(tb testing.TB, cs *sdk.ClientSession, name string, args any) *sdk.Call
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	t0 := time.Now()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if d := time.Since(t0); d > time.Second {
+		tb.Logf("%s took %s", name, d)
+	}
 	if err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}

@@ -98,7 +98,7 @@ func runMCP(c *cli.Context) error {
 		headful := c.Bool("headful")
 		browser = mcpbrowser.New(mcpbrowser.Options{Engine: e, IdleTimeout: idle, Logger: log,
 			Launch: func(ctx context.Context) (agent.Browser, error) { return launch(ctx, headful) }})
-		opts.Register = browser.Register
+		opts.Register, opts.Instructions = browser.Register, mcpbrowser.Instructions
 		// Every unfinished task is saved, and Chromium closed, however the
 		// server ends.
 		defer func() {
