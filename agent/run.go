@@ -63,8 +63,15 @@ type RunConfig struct {
 	NoRecall bool
 	// MemoryChars caps the Memory section; 0 uses the tree's policy.
 	MemoryChars int
-	Logger      *slog.Logger     // nil: discard
-	Now         func() time.Time // nil: time.Now
+	// Approver is asked before every step the tree's approval policy
+	// (pem.yaml `approval:`) marks, planned or replayed; nil asks nobody, so
+	// such a step stops the run with approval_required (see approval.go).
+	Approver Approver
+	// RunID names the run (its snapshot, an approval request); "" leaves
+	// it unnamed.
+	RunID  string
+	Logger *slog.Logger     // nil: discard
+	Now    func() time.Time // nil: time.Now
 }
 
 // RunResult is what a run did.
@@ -102,6 +109,10 @@ type RunResult struct {
 	ScreenshotPath  string
 	ActionLog       []string
 	Duration        time.Duration
+	// Approvals are the decisions on sensitive steps, as in the trace;
+	// Blocked is the step the run stopped before (approval_required).
+	Approvals []engine.Approval
+	Blocked   *ApprovalRequest
 }
 
 // StepFailure is one failed step and its failure category.
@@ -145,6 +156,13 @@ type run struct {
 	landTarget *engine.Fingerprint
 	// endBlocks are the blocks of the page the answer was checked on.
 	endBlocks []Block
+
+	approval  engine.ApprovalPolicy // the tree's approval rules
+	approvals []engine.Approval     // decisions so far
+	// stop is the error that ends the run before the next step (an
+	// unapproved step); blocked the step it names.
+	stop    error
+	blocked *ApprovalRequest
 }
 
 // Run performs one task: it asks memory (engine.Query on StartURL and the
@@ -201,6 +219,9 @@ func Run(ctx context.Context, cfg RunConfig) (*RunResult, error) {
 	// share or race on the map.
 	if len(cfg.Secrets) > 0 {
 		r.cfg.Engine = cfg.Engine.WithSecrets(cfg.Secrets)
+	}
+	if err := r.loadApproval(ctx); err != nil {
+		return nil, err
 	}
 	return r.do(ctx)
 }
@@ -300,6 +321,10 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	}
 	res.Duration = r.now().Sub(start)
 	res.Steps = len(r.steps)
+	res.Approvals, res.Blocked = r.approvals, r.blocked
+	if r.blocked != nil {
+		res.FailureCategory = engine.ApprovalRequired
+	}
 
 	// Deposit: always — but a run that took no step is no evidence of
 	// anything (engine refuses it), so there is nothing to deposit.
@@ -312,7 +337,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 		URL: r.cfg.StartURL, Steps: r.steps, Outcome: engine.Success, StartedAt: start.UTC(),
 		Result:     engine.Result{Answer: res.Answer, FinalURL: Scrub(finalURL, r.cfg.Secrets), FinalTitle: Scrub(finalTitle, r.cfg.Secrets)},
 		DurationMs: res.Duration.Milliseconds(), Session: r.cfg.Session, PlannerCalls: res.PlannerCalls,
-		Tier: res.Tier, Params: r.usedParams(), Writer: r.cfg.Engine.Writer,
+		Tier: res.Tier, Params: r.usedParams(), Writer: r.cfg.Engine.Writer, Approvals: r.approvals,
 	}
 	if r.recall != nil && res.Tier != engine.P5 {
 		t.FactsRevision = r.recall.Revision // ties the outcome to the knowledge used
@@ -346,6 +371,8 @@ func (r *run) noFault(ctx context.Context, runErr error, done bool) engine.Failu
 	switch {
 	case ctx.Err() != nil || errors.Is(runErr, context.Canceled):
 		return engine.Aborted
+	case errors.Is(runErr, ErrApprovalRequired):
+		return engine.ApprovalRequired
 	case errors.Is(runErr, ErrPlanner):
 		return engine.PlannerError
 	case runErr == nil && !done:
@@ -378,6 +405,9 @@ func (r *run) execute(ctx context.Context) (string, bool, error) {
 		if err := ctx.Err(); err != nil {
 			return "", false, fmt.Errorf("run cancelled: %w", err)
 		}
+		if r.stop != nil {
+			return "", false, r.stop
+		}
 		if rp.done {
 			return rp.answer, true, nil
 		}
@@ -386,6 +416,9 @@ func (r *run) execute(ctx context.Context) (string, bool, error) {
 	}
 	if u := r.page.URL(); len(r.steps) == 0 || u == "" || strings.HasPrefix(u, "about:") {
 		tr := r.exec(ctx, Action{Tool: "navigate", Value: r.cfg.StartURL}, "", false)
+		if r.stop != nil {
+			return "", false, r.stop
+		}
 		if tr.Error != "" && KindOf(tr.Error) == engine.KindTimeout && ctx.Err() == nil {
 			// A slow first load (a cold browser, a busy machine): once more.
 			tr = r.exec(ctx, Action{Tool: "navigate", Value: r.cfg.StartURL}, "", false)
@@ -424,6 +457,9 @@ func (r *run) plan(ctx context.Context) (string, bool, error) {
 			return a.Value, true, nil
 		}
 		r.exec(ctx, a, r.paramFor(a), false)
+		if r.stop != nil {
+			return "", false, r.stop
+		}
 	}
 	return "", false, nil
 }
@@ -500,6 +536,11 @@ func (r *run) exec(ctx context.Context, a Action, param string, replayed bool) T
 		if target, err := ResolveURL(r.page.URL(), a.Value); err == nil {
 			shown.Value, real.Value = target, target
 		}
+	}
+	if err := r.approve(ctx, shown, real.Value, replayed); err != nil {
+		// Not taken, so not a step: the decision is in r.approvals.
+		r.stop = err
+		return fail(a.Tool, err)
 	}
 	if a.Tool == "click" || a.Tool == "type" {
 		r.landTarget = r.target(ctx, a.Selector, !replayed)
