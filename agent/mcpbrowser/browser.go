@@ -114,6 +114,14 @@ type session struct {
 	idle   *time.Timer
 	calls  int // browser calls so far: an idle deposit is for the last one only
 	ended  bool
+	// ss is the MCP session of the call in progress: approvals are asked
+	// of its client. inputs and state are what the call brought back from
+	// an approval asked by elicitation; decision is the answer the
+	// approver gives for the step being taken (nil: nobody could be asked).
+	ss       *sdk.ServerSession
+	inputs   sdk.InputResponseMap
+	state    string
+	decision *bool
 }
 
 // Register adds the execution tools to srv.
@@ -318,6 +326,7 @@ func (st *session) recording(ctx context.Context, rawURL string) (rec *agent.Ses
 	rec, err = agent.NewSession(ctx, agent.RunConfig{
 		Engine: st.srv.opts.Engine, Page: st.page, Task: st.task, StartURL: rawURL, Intent: st.intentOr(rawURL),
 		Session: st.id, TaskType: "mcp-browser", MemoryChars: st.srv.opts.MemoryChars, Logger: st.srv.log,
+		Approver: approver{st}, RunID: st.id,
 	})
 	if err != nil {
 		return nil, false, err
@@ -423,11 +432,22 @@ func (s *Server) handler(t toolDef) sdk.ToolHandler {
 			return failResult(name, &stepError{kind: "session_ended", msg: name + ": this session has ended", hint: "Reconnect to start a new session."}), nil
 		}
 		st.calls++
+		st.ss, st.inputs, st.state, st.decision = ss, nil, "", nil
+		if req != nil && req.Params != nil {
+			st.inputs, st.state = req.Params.InputResponses, req.Params.RequestState
+		}
 		defer st.touch()
 		if err := st.takeIntent(a); err != nil {
 			return failResult(name, argError(name, err)), nil
 		}
 		r, err := t.run(ctx, st, a)
+		var ask *askApproval
+		if errors.As(err, &ask) {
+			// Nothing was done: the client asks its user and calls again
+			// with the answer (MCP multi round-trip; the SDK asks older
+			// clients itself and calls the handler again).
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{approvalInput: ask.params}, RequestState: ask.state}, nil
+		}
 		if err != nil {
 			var se *stepError
 			if !errors.As(err, &se) {
@@ -515,6 +535,77 @@ func stepFailed(tool string, tr agent.ToolResult, kind, url string, step int) *s
 	return se
 }
 
+// approvalFailed is the answer to a step the approval policy stopped.
+func approvalFailed(tool string, ae *agent.ApprovalError, url string) *stepError {
+	se := &stepError{kind: "approval_required", msg: tool + ": " + ae.Error(), url: url, step: ae.Request.Step}
+	if ae.Decision == engine.Refused {
+		se.hint = "The person asked said no: the step was not taken. Do not retry it; tell the user, or finish the task another way (or with browser_done, success false)."
+	} else {
+		se.hint = "pem's approval policy (approval: in pem.yaml) needs a person's yes for this step, and this client cannot ask one (no MCP elicitation). The step was not taken: ask the user to do it themselves, or to change the policy; do not retry it."
+	}
+	return se
+}
+
+// approvalInput is the id of the approval's input request.
+const approvalInput = "approve"
+
+// askApproval stops a call before a sensitive step: the answer asks the
+// client to elicit its user's yes and call again.
+type askApproval struct {
+	params *sdk.ElicitParams
+	state  string
+}
+
+func (*askApproval) Error() string { return "approval needed" }
+
+// decide settles the approver's answer for req before the step is taken:
+// the user's answer when this call brings it back, else a request to ask
+// (when the client can elicit), else none (nobody could be asked: the
+// step is recorded unanswered and not taken).
+func (st *session) decide(req *agent.ApprovalRequest) error {
+	state := fmt.Sprintf("pem-approval:%s:%d:%s:%s", st.id, req.Step, req.Action, req.Selector)
+	if resp, ok := st.inputs[approvalInput].(*sdk.ElicitResult); ok && st.state == state {
+		yes := false
+		if resp.Action == "accept" {
+			yes, _ = resp.Content["approve"].(bool)
+		}
+		st.decision = &yes
+		return nil
+	}
+	if !elicits(st.ss) {
+		return nil
+	}
+	return &askApproval{state: state, params: &sdk.ElicitParams{
+		Message: "pem needs your approval before this browser step: " + req.Describe() + ". Take it?",
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"approve": map[string]any{"type": "boolean", "title": "Take this step", "default": false},
+		}, "required": []string{"approve"}},
+	}}
+}
+
+func elicits(ss *sdk.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+}
+
+// approver gives the decision settled for the call in progress.
+type approver struct{ st *session }
+
+var errNoElicitation = errors.New("the MCP client cannot ask its user (it does not support elicitation)")
+
+func (a approver) Approve(_ context.Context, _ agent.ApprovalRequest) (bool, error) {
+	if a.st.decision == nil {
+		return false, errNoElicitation
+	}
+	return *a.st.decision, nil
+}
+
+// Name is recorded with the decision in the trace.
+func (approver) Name() string { return "mcp elicitation" }
+
 func toolAction(tool string) string { return strings.TrimPrefix(tool, "browser_") }
 
 func failResult(tool string, e *stepError) *sdk.CallToolResult {
@@ -585,8 +676,16 @@ func (st *session) act(ctx context.Context, tool string, a agent.Action) (*resul
 }
 
 func (st *session) exec(ctx context.Context, tool string, rec *agent.Session, fresh bool, a agent.Action) (*result, error) {
+	if req := rec.NeedsApproval(ctx, a); req != nil {
+		if err := st.decide(req); err != nil {
+			return nil, err
+		}
+	}
 	tr := rec.Exec(ctx, a)
 	url := st.page.URL()
+	if ae := rec.Blocked(); ae != nil {
+		return nil, approvalFailed(tool, ae, url)
+	}
 	if tr.Error != "" {
 		return nil, stepFailed(tool, tr, rec.LastKind(), url, rec.Steps())
 	}
