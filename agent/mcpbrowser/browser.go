@@ -349,7 +349,10 @@ func (st *session) intentOr(rawURL string) string {
 	return "browse " + domainOf(rawURL)
 }
 
-var errNoPage = errors.New("no page is loaded")
+var (
+	errNoPage  = errors.New("no page is loaded")
+	errBrowser = errors.New("the browser is unavailable")
+)
 
 func domainOf(rawURL string) string {
 	n, err := engine.NormalizeURL(rawURL)
@@ -501,6 +504,9 @@ func (s *Server) explain(tool string, err error) *stepError {
 	case errors.Is(err, errNoPage):
 		return &stepError{kind: "no_page", msg: tool + ": no page is loaded yet",
 			hint: "Call browser_navigate with the URL of the site first."}
+	case errors.Is(err, errBrowser):
+		return &stepError{kind: "browser_unavailable", msg: fmt.Sprintf("%s: %v", tool, err),
+			hint: "pem could not start or use its Chromium; nothing was done. Tell the user (pem needs Chromium: apt-get install chromium, or PEM_CHROME pointing at one). The experience_* tools still work."}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &stepError{kind: "cancelled", msg: fmt.Sprintf("%s: cancelled (%v)", tool, err), hint: "Call the tool again if you still need it."}
 	case errors.Is(err, agent.ErrConfig), errors.Is(err, engine.ErrInvalid), errors.Is(err, engine.ErrBadURL):
@@ -614,7 +620,14 @@ func failResult(tool string, e *stepError) *sdk.CallToolResult {
 	if e.hint != "" {
 		text += "\nWhat to do: " + e.hint
 	}
-	b, _ := json.Marshal(map[string]any{"error": msg, "kind": e.kind, "tool": tool, "hint": e.hint, "url": e.url, "step": e.step})
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+		Kind  string `json:"kind"`
+		Tool  string `json:"tool"`
+		Hint  string `json:"hint,omitempty"`
+		URL   string `json:"url,omitempty"`
+		Step  int    `json:"step,omitempty"`
+	}{msg, e.kind, tool, e.hint, e.url, e.step})
 	return &sdk.CallToolResult{
 		IsError:           true,
 		Content:           []sdk.Content{&sdk.TextContent{Text: text}},
@@ -653,11 +666,11 @@ func (st *session) ensurePage(ctx context.Context) error {
 	}
 	b, err := st.srv.launched(ctx)
 	if err != nil {
-		return fmt.Errorf("starting the browser: %w", err)
+		return fmt.Errorf("%w: starting the browser: %w", errBrowser, err)
 	}
 	p, err := b.NewPage(ctx)
 	if err != nil {
-		return fmt.Errorf("opening a page: %w", err)
+		return fmt.Errorf("%w: opening a page: %w", errBrowser, err)
 	}
 	st.page = p
 	return nil
@@ -693,12 +706,33 @@ func (st *session) exec(ctx context.Context, tool string, rec *agent.Session, fr
 	r := &result{ExtractedContent: tr.ExtractedContent, LongTermMemory: tr.LongTermMemory, OnlyOnce: tr.IncludeExtractedContentOnlyOnce,
 		URL: url, Title: title, Domain: domainOf(url), Step: rec.Steps()}
 	if r.LongTermMemory == "" {
-		r.LongTermMemory = oneLine(tr.ExtractedContent, 200)
+		r.LongTermMemory = longTerm(a, tr.ExtractedContent)
 	}
 	if fresh {
 		r.Memory, r.Tier, r.Intent = rec.Memory(), rec.Tier(), rec.Intent()
 	}
 	return r, nil
+}
+
+// longTerm is the line to keep of a result whose content is shown once.
+func longTerm(a agent.Action, content string) string {
+	where := a.Selector
+	if where == "" {
+		where = "the page"
+	}
+	switch a.Tool {
+	case "get_elements":
+		n := strings.Count(content, "\n")
+		if content == "no elements" {
+			n = 0
+		}
+		return fmt.Sprintf("listed %d elements of %s", n, where)
+	case "get_text", "extract":
+		return fmt.Sprintf("read %d characters of %s", len([]rune(content)), where)
+	case "evaluate":
+		return fmt.Sprintf("evaluated a script: %s", oneLine(content, 120))
+	}
+	return oneLine(content, 200)
 }
 
 func oneLine(s string, max int) string {

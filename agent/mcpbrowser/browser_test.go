@@ -2,6 +2,9 @@ package mcpbrowser_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -224,4 +227,30 @@ func newest(ts []engine.Trace, skip string) engine.Trace {
 		}
 	}
 	return out
+}
+
+// `pem mcp --browser` starts without Chromium: the experience tools answer,
+// and a browser call with no browser to launch is an isError result that
+// says what to install; the server keeps serving.
+func TestNoChromium(t *testing.T) {
+	dir := newTree(t)
+	cmd := exec.Command(pemBinary(t), "mcp", "--knowledge", dir, "--browser")
+	cmd.Env = append(os.Environ(), "PEM_CHROME="+filepath.Join(t.TempDir(), "no-chromium-here"))
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "pem-browser-test", Version: "1"}, nil).
+		Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res := call(t, cs, "experience_list", map[string]any{}); res.IsError {
+		t.Errorf("experience_list: %s", text(res))
+	}
+	res := call(t, cs, "browser_navigate", map[string]any{"url": "http://127.0.0.1:9/"})
+	if r := decode(t, res); !res.IsError || r.Kind != "browser_unavailable" || !strings.Contains(r.Error, "starting the browser") ||
+		!strings.Contains(r.Error, "no-chromium-here") || !strings.Contains(r.Hint, "Chromium") {
+		t.Errorf("browser_navigate with no browser: isError %v %+v", res.IsError, r)
+	}
+	if res := call(t, cs, "experience_list", map[string]any{}); res.IsError {
+		t.Errorf("experience_list after the failed launch: %s", text(res))
+	}
 }
