@@ -111,6 +111,7 @@ type session struct {
 	task   string
 	traces map[string]*agent.Session // domain → the recording of the task there
 	order  []string                  // domains, first visited first
+	shown  map[string]bool           // domains whose Memory the task was given
 	idle   *time.Timer
 	calls  int // browser calls so far: an idle deposit is for the last one only
 	ended  bool
@@ -309,31 +310,44 @@ func (st *session) deposit(ctx context.Context, o agent.Outcome) ([]deposited, e
 		out = append(out, dp)
 		st.srv.log.Info("pem mcp: trace deposited", "session", st.id, "domain", d, "steps", res.Steps, "outcome", dp.Outcome, "trace", res.TracePath)
 	}
-	st.traces, st.order, st.intent, st.task = map[string]*agent.Session{}, nil, "", ""
+	st.traces, st.order, st.shown, st.intent, st.task = map[string]*agent.Session{}, nil, nil, "", ""
 	return out, errors.Join(errs...)
 }
 
 // recording returns the recording of the task on rawURL's site, started
-// (and memory asked) at the first call there; fresh is true then.
-func (st *session) recording(ctx context.Context, rawURL string) (rec *agent.Session, fresh bool, err error) {
+// (and memory asked) at the first call there.
+func (st *session) recording(ctx context.Context, rawURL string) (*agent.Session, error) {
 	d := domainOf(rawURL)
 	if d == "" {
-		return nil, false, errNoPage
+		return nil, errNoPage
 	}
 	if rec, ok := st.traces[d]; ok {
-		return rec, false, nil
+		return rec, nil
 	}
-	rec, err = agent.NewSession(ctx, agent.RunConfig{
+	rec, err := agent.NewSession(ctx, agent.RunConfig{
 		Engine: st.srv.opts.Engine, Page: st.page, Task: st.task, StartURL: rawURL, Intent: st.intentOr(rawURL),
 		Session: st.id, TaskType: "mcp-browser", MemoryChars: st.srv.opts.MemoryChars, Logger: st.srv.log,
 		Approver: approver{st}, RunID: st.id,
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	st.traces[d] = rec
 	st.order = append(st.order, d)
-	return rec, true, nil
+	return rec, nil
+}
+
+// giveMemory adds the site's Memory to the task's first successful result
+// there.
+func (st *session) giveMemory(r *result, d string, rec *agent.Session) {
+	if st.shown[d] {
+		return
+	}
+	if st.shown == nil {
+		st.shown = map[string]bool{}
+	}
+	st.shown[d] = true
+	r.Memory, r.Tier, r.Intent = rec.Memory(), rec.Tier(), rec.Intent()
 }
 
 // intentOr is the session's intent, else its task, else a generic intent
@@ -681,14 +695,15 @@ func (st *session) act(ctx context.Context, tool string, a agent.Action) (*resul
 	if err := st.ensurePage(ctx); err != nil {
 		return nil, err
 	}
-	rec, fresh, err := st.recording(ctx, st.page.URL())
+	rec, err := st.recording(ctx, st.page.URL())
 	if err != nil {
 		return nil, err
 	}
-	return st.exec(ctx, tool, rec, fresh, a)
+	return st.exec(ctx, tool, domainOf(st.page.URL()), rec, a)
 }
 
-func (st *session) exec(ctx context.Context, tool string, rec *agent.Session, fresh bool, a agent.Action) (*result, error) {
+// exec runs a in rec, the recording of the task on site d.
+func (st *session) exec(ctx context.Context, tool, d string, rec *agent.Session, a agent.Action) (*result, error) {
 	if req := rec.NeedsApproval(ctx, a); req != nil {
 		if err := st.decide(req); err != nil {
 			return nil, err
@@ -708,9 +723,7 @@ func (st *session) exec(ctx context.Context, tool string, rec *agent.Session, fr
 	if r.LongTermMemory == "" {
 		r.LongTermMemory = longTerm(a, tr.ExtractedContent)
 	}
-	if fresh {
-		r.Memory, r.Tier, r.Intent = rec.Memory(), rec.Tier(), rec.Intent()
-	}
+	st.giveMemory(r, d, rec)
 	return r, nil
 }
 
@@ -785,11 +798,11 @@ Pass intent (a short description of the task, e.g. "count open issues") at the f
 				if domainOf(target) == "" {
 					return nil, mcp.ArgErrorf("url %q has no website host: give an http(s) URL such as https://example.com/page", u)
 				}
-				rec, fresh, err := st.recording(ctx, target)
+				rec, err := st.recording(ctx, target)
 				if err != nil {
 					return nil, err
 				}
-				return st.exec(ctx, ToolNavigate, rec, fresh, agent.Action{Tool: "navigate", Value: target})
+				return st.exec(ctx, ToolNavigate, domainOf(target), rec, agent.Action{Tool: "navigate", Value: target})
 			},
 		},
 		{
@@ -1051,7 +1064,7 @@ func (st *session) screenshot(ctx context.Context, _ *mcp.Args) (*result, error)
 	if err := st.ensurePage(ctx); err != nil {
 		return nil, err
 	}
-	rec, fresh, err := st.recording(ctx, st.page.URL())
+	rec, err := st.recording(ctx, st.page.URL())
 	if err != nil {
 		return nil, err
 	}
@@ -1068,9 +1081,7 @@ func (st *session) screenshot(ctx context.Context, _ *mcp.Args) (*result, error)
 	title, _ := st.page.Title(ctx)
 	r := &result{ExtractedContent: msg, LongTermMemory: msg, URL: url, Title: title, Domain: domainOf(url), Step: rec.Steps(),
 		image: data, imageMIME: mime}
-	if fresh {
-		r.Memory, r.Tier, r.Intent = rec.Memory(), rec.Tier(), rec.Intent()
-	}
+	st.giveMemory(r, domainOf(url), rec)
 	return r, nil
 }
 
