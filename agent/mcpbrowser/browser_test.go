@@ -22,6 +22,7 @@ import (
 // navigation; left idle, that session's trace is deposited with no
 // browser_done; and the session's end deposits the task it began after.
 func TestGoClientSession(t *testing.T) {
+	t.Parallel() // each its own pem, tree and demo site: their waits overlap
 	needChromium(t)
 	base := demoSite(t)
 	dir := newTree(t)
@@ -233,6 +234,7 @@ func newest(ts []engine.Trace, skip string) engine.Trace {
 // and a browser call with no browser to launch is an isError result that
 // says what to install; the server keeps serving.
 func TestNoChromium(t *testing.T) {
+	t.Parallel() // each its own pem, tree and demo site: their waits overlap
 	dir := newTree(t)
 	cmd := exec.Command(pemBinary(t), "mcp", "--knowledge", dir, "--browser")
 	cmd.Env = append(os.Environ(), "PEM_CHROME="+filepath.Join(t.TempDir(), "no-chromium-here"))

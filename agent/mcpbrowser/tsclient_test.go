@@ -24,6 +24,7 @@ import (
 // pem consolidate the second gets the Memory section at navigate, and its
 // unfinished task is deposited when the client closes the session.
 func TestTypeScriptClientSession(t *testing.T) {
+	t.Parallel() // each its own pem, tree and demo site: their waits overlap
 	needChromium(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
