@@ -2,6 +2,7 @@ package mcpbrowser_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -240,5 +241,29 @@ func TestIdleDeposit(t *testing.T) {
 	other := f.session(t)
 	if res := call(t, other, "browser_click", map[string]any{"selector": "#x"}); !res.IsError || decode(t, res).Kind != "no_page" {
 		t.Errorf("click before navigation: %s", text(res))
+	}
+}
+
+// Typing into a password field: never echoed, redacted in the trace.
+func TestPasswordRedacted(t *testing.T) {
+	f := newFixture(t, -1)
+	cs := f.session(t)
+	const secret = "hunter2-correct-horse"
+	okCall(t, cs, "browser_navigate", map[string]any{"url": "https://example.com/login", "intent": "sign in"})
+	r, res := okCall(t, cs, "browser_type", map[string]any{"selector": "#password", "text": secret, "submit": true})
+	if strings.Contains(text(res), secret) || strings.Contains(r.LongTermMemory, secret) {
+		t.Errorf("the typed password is echoed: %s", text(res))
+	}
+	okCall(t, cs, "browser_done", map[string]any{"success": false, "error": "wrong password"})
+	ts := f.traces(t)
+	if len(ts) != 1 {
+		t.Fatalf("%d traces", len(ts))
+	}
+	b, _ := json.Marshal(ts[0])
+	if strings.Contains(string(b), secret) {
+		t.Errorf("the password is in the trace: %s", b)
+	}
+	if st := ts[0].Steps[1]; st.Action != "type" || st.Value != engine.Redacted || ts[0].Steps[2].Action != "press" {
+		t.Errorf("typed step: %+v (steps %+v)", st, ts[0].Steps)
 	}
 }
