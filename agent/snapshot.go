@@ -82,9 +82,9 @@ type Snapshot struct {
 	// FactsRevision and ReplayDone say which route a replay followed and
 	// how many of its steps were done, so a resume skips them (only while
 	// the facts are unchanged).
-	FactsRevision string `json:"facts_revision,omitempty"`
-	ReplayDone    int    `json:"replay_done,omitempty"`
-	PlannerCalls  int    `json:"planner_calls,omitempty"`
+	FactsRevision string    `json:"facts_revision,omitempty"`
+	ReplayDone    int       `json:"replay_done,omitempty"`
+	PlannerCalls  int       `json:"planner_calls,omitempty"`
 	StartedAt     time.Time `json:"started_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
 	// Answer and TraceID are set when the run ended.
