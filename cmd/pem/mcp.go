@@ -10,6 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/pemdev/pem/agent"
+	"github.com/pemdev/pem/agent/mcpbrowser"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/engine/mcp"
 )
@@ -24,13 +26,22 @@ var mcpDeepLearn func(c *cli.Context, e *engine.Engine) mcp.DeepLearnFunc
 func newMCPCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
-		Usage: "serve the experience tools to MCP clients (Claude, Cursor, …) on stdio",
+		Usage: "serve the experience tools (and, with --browser, pem's browser) to MCP clients (Claude, Cursor, …) on stdio",
 		Description: "Runs a Model Context Protocol server on stdin/stdout (newline-delimited JSON-RPC) over the knowledge\n" +
 			"tree chosen by --knowledge or PEM_KNOWLEDGE_DIR. Tools: experience_query, experience_memory, experience_save,\n" +
-			"experience_list (and experience_deep_learn when available). stdout carries protocol only; logs go to\n" +
-			"stderr (--verbose for more). The server ends when the client closes stdin. See docs/mcp.md.",
+			"experience_list, experience_feedback (and experience_deep_learn when available).\n" +
+			"With --browser, pem is the client's browser too: browser_navigate, browser_click, browser_type,\n" +
+			"browser_get_text, browser_get_elements, browser_evaluate, browser_scroll, browser_wait, browser_screenshot,\n" +
+			"browser_extract and browser_done, on one headless Chromium (system Chromium or PEM_CHROME, launched at the\n" +
+			"first browser call). Every browser call is recorded; the first navigation to a site returns its ## Memory;\n" +
+			"browser_done — or the session's end, or --idle-timeout without a call — saves the run as a trace.\n" +
+			"stdout carries protocol only; logs go to stderr (--verbose for more). The server ends when the client\n" +
+			"closes stdin. See docs/mcp.md.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "max-line-bytes", Value: mcp.DefaultMaxLineBytes, Usage: "the longest request line accepted, in `BYTES`; longer ones are answered with an error"},
+			&cli.BoolFlag{Name: "browser", Usage: "also serve the browser tools (browser_navigate, browser_click, …, browser_done): pem as the client's browser, every run remembered"},
+			&cli.DurationFlag{Name: "idle-timeout", Value: mcpbrowser.DefaultIdleTimeout, Usage: "with --browser: save a session's unfinished task (as aborted) after this long without a browser call; 0 never"},
+			&cli.BoolFlag{Name: "headful", Usage: "with --browser: show the browser window (needs a display)"},
 		},
 		Action: runMCP,
 	}
@@ -42,6 +53,12 @@ func runMCP(c *cli.Context) error {
 	}
 	if c.Int("max-line-bytes") < 1024 {
 		return usagef("--max-line-bytes %d is too small: use at least 1024", c.Int("max-line-bytes"))
+	}
+	if !c.Bool("browser") && (c.IsSet("idle-timeout") || c.IsSet("headful")) {
+		return usagef("--idle-timeout and --headful apply to the browser tools: add --browser")
+	}
+	if c.Duration("idle-timeout") < 0 {
+		return usagef("--idle-timeout %s is negative: give a duration such as 5m, or 0 for never", c.Duration("idle-timeout"))
 	}
 	// stderr never stalls the server: every log of it (the store's too) goes
 	// through a bounded writer that drops rather than waits, rate-limited
@@ -72,6 +89,26 @@ func runMCP(c *cli.Context) error {
 	if mcpDeepLearn != nil {
 		opts.DeepLearn = mcpDeepLearn(c, e)
 	}
+	var browser *mcpbrowser.Server
+	if c.Bool("browser") {
+		idle := c.Duration("idle-timeout")
+		if idle == 0 {
+			idle = -1 // never
+		}
+		headful := c.Bool("headful")
+		browser = mcpbrowser.New(mcpbrowser.Options{Engine: e, IdleTimeout: idle, Logger: log,
+			Launch: func(ctx context.Context) (agent.Browser, error) { return launch(ctx, headful) }})
+		opts.Register, opts.Instructions = browser.Register, mcpbrowser.Instructions
+		// Every unfinished task is saved, and Chromium closed, however the
+		// server ends.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), mcpCloseTimeout)
+			defer cancel()
+			if err := browser.Close(cctx); err != nil {
+				log.Error("pem mcp: closing the browser tools", "err", err)
+			}
+		}()
+	}
 	log.Info("pem mcp: serving on stdio", "knowledge", dir)
 	ctx := c.Context
 	done := make(chan error, 1)
@@ -98,3 +135,7 @@ func runMCP(c *cli.Context) error {
 
 // mcpStopGrace is how long a signalled server may take to finish a call.
 const mcpStopGrace = 500 * time.Millisecond
+
+// mcpCloseTimeout bounds saving the unfinished browser tasks and closing
+// Chromium when the server ends.
+const mcpCloseTimeout = 15 * time.Second
