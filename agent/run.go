@@ -78,6 +78,10 @@ type RunConfig struct {
 	// Resume continues the run a snapshot describes (Snapshot.Configure
 	// fills the rest of the config from it).
 	Resume *Snapshot
+	// OnStep, when set, is called after every recorded step with the
+	// number of steps so far, the turn cap and the step's action-log line
+	// (MCP progress notifications). It must not block for long.
+	OnStep func(steps, maxTurns int, line string)
 	Logger *slog.Logger     // nil: discard
 	Now    func() time.Time // nil: time.Now
 }
@@ -700,6 +704,14 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	}
 	r.logf("%s", line)
 	r.log.Debug("step", "action", a.Tool, "selector", a.Selector, "ok", ok, "ms", d.Milliseconds())
+	r.progress()
+}
+
+// progress reports the last action-log line to RunConfig.OnStep.
+func (r *run) progress() {
+	if r.cfg.OnStep != nil && len(r.res.ActionLog) > 0 {
+		r.cfg.OnStep(len(r.steps), r.maxTurns, r.res.ActionLog[len(r.res.ActionLog)-1])
+	}
 }
 
 // addStep appends st to the trace; sensitive marks a typed value that is a
@@ -732,6 +744,7 @@ func (r *run) recordMiss(s engine.Step, kind, msg string) {
 	r.logf("[%s replay] %s %s → miss: %s (%s)", r.res.Tier, s.Action, s.Selector, msg, cat)
 	r.pending = nil
 	r.snapshot(SnapRunning, "")
+	r.progress()
 }
 
 func (r *run) isPasswordField(selector string) bool {
