@@ -102,7 +102,11 @@ func (e *ApprovalError) Error() string {
 	if e.Decision == engine.Unanswered {
 		what = "nobody could approve it"
 	}
-	msg := fmt.Sprintf("approval required: %s: %s", e.Request.Describe(), what)
+	run := ""
+	if e.Request.RunID != "" {
+		run = " (run " + e.Request.RunID + ")"
+	}
+	msg := fmt.Sprintf("approval required%s: %s: %s", run, e.Request.Describe(), what)
 	if e.Reason != "" {
 		msg += " (" + e.Reason + ")"
 	}

@@ -68,8 +68,20 @@ type RunConfig struct {
 	// such a step stops the run with approval_required (see approval.go).
 	Approver Approver
 	// RunID names the run (its snapshot, an approval request); "" leaves
-	// it unnamed.
-	RunID  string
+	// it unnamed, unless SnapshotDir is set (then Run makes one). A run
+	// with a RunID and no Session uses the RunID as its session, so a
+	// resumed run's trace joins the same session.
+	RunID string
+	// SnapshotDir receives the run's snapshot after every step
+	// (snapshot.go); "" writes none. Keep it out of git.
+	SnapshotDir string
+	// Resume continues the run a snapshot describes (Snapshot.Configure
+	// fills the rest of the config from it).
+	Resume *Snapshot
+	// OnStep, when set, is called after every recorded step with the
+	// number of steps so far, the turn cap and the step's action-log line
+	// (MCP progress notifications). It must not block for long.
+	OnStep func(steps, maxTurns int, line string)
 	Logger *slog.Logger     // nil: discard
 	Now    func() time.Time // nil: time.Now
 }
@@ -113,6 +125,10 @@ type RunResult struct {
 	// Blocked is the step the run stopped before (approval_required).
 	Approvals []engine.Approval
 	Blocked   *ApprovalRequest
+	// RunID is the run's id (its snapshot's name); Resumed is true for a
+	// run continued from a snapshot.
+	RunID   string
+	Resumed bool
 }
 
 // StepFailure is one failed step and its failure category.
@@ -163,6 +179,11 @@ type run struct {
 	// unapproved step); blocked the step it names.
 	stop    error
 	blocked *ApprovalRequest
+
+	started    time.Time
+	replayDone int      // steps of the replayed route done (a resume skips them)
+	replayFrom int      // route steps a resumed replay skips
+	pending    []string // the replayed route's remaining steps, described
 }
 
 // Run performs one task: it asks memory (engine.Query on StartURL and the
@@ -223,6 +244,16 @@ func Run(ctx context.Context, cfg RunConfig) (*RunResult, error) {
 	if err := r.loadApproval(ctx); err != nil {
 		return nil, err
 	}
+	if r.cfg.RunID == "" && r.cfg.SnapshotDir != "" {
+		r.cfg.RunID = NewRunID(r.now())
+	}
+	if r.cfg.RunID != "" && !ValidRunID(r.cfg.RunID) {
+		return nil, fmt.Errorf("%w: run id %q: use letters, digits, '-', '_' (at most 64)", ErrConfig, r.cfg.RunID)
+	}
+	if r.cfg.Session == "" {
+		r.cfg.Session = r.cfg.RunID
+	}
+	r.res.RunID = r.cfg.RunID
 	return r.do(ctx)
 }
 
@@ -230,6 +261,11 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	start := r.now()
 	res := r.res
 	res.Tier, res.RecallTier = engine.P5, engine.P5
+	r.started = start
+	if rs := r.cfg.Resume; rs != nil {
+		r.resumeFrom(rs)
+		start = r.started
+	}
 
 	var runErr error
 	if !r.cfg.NoRecall {
@@ -254,6 +290,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 		}
 	}
 	r.logf("memory: %s (confidence %.2f)", res.RecallTier, res.Confidence)
+	r.snapshot(SnapRunning, "")
 
 	answer, done, err := r.execute(ctx)
 	if err != nil {
@@ -330,6 +367,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	// anything (engine refuses it), so there is nothing to deposit.
 	if len(r.steps) == 0 {
 		r.logf("no step was taken: nothing to deposit")
+		r.finalSnapshot(ctx, runErr)
 		return res, runErr
 	}
 	t := &engine.Trace{
@@ -361,7 +399,24 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	}
 	r.log.Info("run finished", "tier", res.Tier, "steps", res.Steps, "planner_calls", res.PlannerCalls,
 		"success", res.Success, "trace", res.TracePath)
+	r.finalSnapshot(ctx, runErr)
 	return res, runErr
+}
+
+// finalSnapshot archives the snapshot of a run that ended, and keeps that
+// of a run that can go on (cancelled, or stopped before an unapproved
+// step) as resumable.
+func (r *run) finalSnapshot(ctx context.Context, runErr error) {
+	status := SnapFailed
+	switch {
+	case r.res.Success:
+		status = SnapDone
+	case r.blocked != nil:
+		status = SnapBlocked
+	case ctx.Err() != nil || errors.Is(runErr, context.Canceled):
+		status = SnapInterrupted
+	}
+	r.snapshot(status, r.res.Error)
 }
 
 // noFault returns the category of a failed run the site is not to blame
@@ -398,9 +453,14 @@ func (r *run) execute(ctx context.Context) (string, bool, error) {
 		}
 		r.page = p
 	}
+	if rs := r.cfg.Resume; rs != nil && len(r.steps) > 0 {
+		if err := r.resumeAt(ctx, rs); err != nil {
+			return "", false, err
+		}
+	}
 	// A replay starts with the route's own first navigation (P1 may go
 	// straight to the page the answer is read on); planning starts at StartURL.
-	if r.recall != nil && (r.res.Tier == engine.P1 || r.res.Tier == engine.P2) {
+	if r.recall != nil && (r.res.Tier == engine.P1 || r.res.Tier == engine.P2) && (r.cfg.Resume == nil || r.replayFrom > 0 || len(r.steps) == 0) {
 		rp := r.replay(ctx)
 		if err := ctx.Err(); err != nil {
 			return "", false, fmt.Errorf("run cancelled: %w", err)
@@ -411,6 +471,7 @@ func (r *run) execute(ctx context.Context) (string, bool, error) {
 		if rp.done {
 			return rp.answer, true, nil
 		}
+		r.pending = nil
 		r.res.HandedOver = true
 		r.logf("replay handed over to the planner: %s", rp.why)
 	}
@@ -630,6 +691,7 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	}
 	r.addStep(st, sensitive)
 	r.history = append(r.history, Turn{Action: a, Result: tr, URL: url, Replayed: replayed})
+	defer r.snapshot(SnapRunning, "")
 	mode := "plan"
 	if replayed {
 		mode = "replay"
@@ -642,6 +704,14 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	}
 	r.logf("%s", line)
 	r.log.Debug("step", "action", a.Tool, "selector", a.Selector, "ok", ok, "ms", d.Milliseconds())
+	r.progress()
+}
+
+// progress reports the last action-log line to RunConfig.OnStep.
+func (r *run) progress() {
+	if r.cfg.OnStep != nil && len(r.res.ActionLog) > 0 {
+		r.cfg.OnStep(len(r.steps), r.maxTurns, r.res.ActionLog[len(r.res.ActionLog)-1])
+	}
 }
 
 // addStep appends st to the trace; sensitive marks a typed value that is a
@@ -672,6 +742,9 @@ func (r *run) recordMiss(s engine.Step, kind, msg string) {
 	r.res.Recovered = append(r.res.Recovered, StepFailure{Seq: seq, Action: s.Action, Selector: s.Selector, Kind: kind, Category: cat})
 	r.history = append(r.history, Turn{Action: Action{Tool: s.Action, Selector: s.Selector}, Result: fail(s.Action, errors.New(msg)), URL: url, Replayed: true})
 	r.logf("[%s replay] %s %s → miss: %s (%s)", r.res.Tier, s.Action, s.Selector, msg, cat)
+	r.pending = nil
+	r.snapshot(SnapRunning, "")
+	r.progress()
 }
 
 func (r *run) isPasswordField(selector string) bool {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/pemdev/pem/agent"
@@ -37,12 +38,12 @@ func newMCPCmd() *cli.Command {
 			"browser_done — or the session's end, or --idle-timeout without a call — saves the run as a trace.\n" +
 			"stdout carries protocol only; logs go to stderr (--verbose for more). The server ends when the client\n" +
 			"closes stdin. See docs/mcp.md.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "max-line-bytes", Value: mcp.DefaultMaxLineBytes, Usage: "the longest request line accepted, in `BYTES`; longer ones are answered with an error"},
 			&cli.BoolFlag{Name: "browser", Usage: "also serve the browser tools (browser_navigate, browser_click, …, browser_done): pem as the client's browser, every run remembered"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: mcpbrowser.DefaultIdleTimeout, Usage: "with --browser: save a session's unfinished task (as aborted) after this long without a browser call; 0 never"},
 			&cli.BoolFlag{Name: "headful", Usage: "with --browser: show the browser window (needs a display)"},
-		},
+		}, delegationFlags()...),
 		Action: runMCP,
 	}
 }
@@ -56,6 +57,9 @@ func runMCP(c *cli.Context) error {
 	}
 	if !c.Bool("browser") && (c.IsSet("idle-timeout") || c.IsSet("headful")) {
 		return usagef("--idle-timeout and --headful apply to the browser tools: add --browser")
+	}
+	if f := delegationSet(c); f != "" && !c.Bool("browser") {
+		return usagef("%s configures the delegation tools of pem mcp --browser: add --browser", f)
 	}
 	if c.Duration("idle-timeout") < 0 {
 		return usagef("--idle-timeout %s is negative: give a duration such as 5m, or 0 for never", c.Duration("idle-timeout"))
@@ -98,7 +102,12 @@ func runMCP(c *cli.Context) error {
 		headful := c.Bool("headful")
 		browser = mcpbrowser.New(mcpbrowser.Options{Engine: e, IdleTimeout: idle, Logger: log,
 			Launch: func(ctx context.Context) (agent.Browser, error) { return launch(ctx, headful) }})
-		opts.Register, opts.Instructions = browser.Register, mcpbrowser.Instructions
+		deleg, err := delegation(c, browser)
+		if err != nil {
+			return err
+		}
+		opts.Register = func(srv *sdk.Server) { browser.Register(srv); deleg.Register(srv) }
+		opts.Instructions = mcpbrowser.Instructions + "\n" + mcpbrowser.DelegationInstructions
 		// Every unfinished task is saved, and Chromium closed, however the
 		// server ends.
 		defer func() {
@@ -106,6 +115,15 @@ func runMCP(c *cli.Context) error {
 			defer cancel()
 			if err := browser.Close(cctx); err != nil {
 				log.Error("pem mcp: closing the browser tools", "err", err)
+			}
+		}()
+		// The delegated runs stop (each deposits its trace) before the
+		// browser closes: deferred last, this runs first.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), mcpCloseTimeout)
+			defer cancel()
+			if err := deleg.Close(cctx); err != nil {
+				log.Debug("pem mcp: closing the delegated pages", "err", err)
 			}
 		}()
 	}
