@@ -203,7 +203,9 @@ func Run(ctx context.Context, cfg RunConfig) (*RunResult, error) {
 	if strings.TrimSpace(cfg.Task) == "" {
 		return nil, fmt.Errorf("%w: the task is empty", ErrConfig)
 	}
-	if _, err := engine.NormalizeURL(cfg.StartURL); err != nil {
+	if n, err := engine.NormalizeURL(cfg.StartURL); err != nil {
+		return nil, fmt.Errorf("%w: start URL: %w", ErrConfig, err)
+	} else if err := engine.CheckHost(n, cfg.StartURL); err != nil {
 		return nil, fmt.Errorf("%w: start URL: %w", ErrConfig, err)
 	}
 	for name := range cfg.Secrets {

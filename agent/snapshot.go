@@ -76,8 +76,10 @@ type Snapshot struct {
 	// Blocking is what stopped the run: an unapproved step, a cancellation,
 	// the last step's error.
 	Blocking string `json:"blocking,omitempty"`
-	// Approval is the step a blocked run stopped before.
-	Approval *ApprovalRequest `json:"approval,omitempty"`
+	// Approval is the step a blocked run stopped before; Approvals the
+	// decisions so far (a resumed run's trace keeps them).
+	Approval  *ApprovalRequest  `json:"approval,omitempty"`
+	Approvals []engine.Approval `json:"approvals,omitempty"`
 	Tier     engine.Tier      `json:"tier,omitempty"`
 	// FactsRevision and ReplayDone say which route a replay followed and
 	// how many of its steps were done, so a resume skips them (only while
@@ -251,7 +253,7 @@ func (r *run) snapshot(status, blocking string) {
 func (r *run) snapshotValue(status, blocking string) *Snapshot {
 	s := &Snapshot{Format: snapshotFormat, RunID: r.cfg.RunID, Status: status, Task: r.cfg.Task, StartURL: r.cfg.StartURL,
 		Intent: r.cfg.Intent, Session: r.cfg.Session, MaxTurns: r.maxTurns, Completed: copySteps(r.steps),
-		Blocking: blocking, Approval: r.blocked, Tier: r.res.Tier, ReplayDone: r.replayDone, PlannerCalls: r.res.PlannerCalls,
+		Blocking: blocking, Approval: r.blocked, Approvals: append([]engine.Approval(nil), r.approvals...), Tier: r.res.Tier, ReplayDone: r.replayDone, PlannerCalls: r.res.PlannerCalls,
 		StartedAt: r.started.UTC(), UpdatedAt: r.now().UTC(), Answer: r.res.Answer, TraceID: r.res.TraceID}
 	if len(r.cfg.Params) > 0 {
 		s.Params = copyMap(r.cfg.Params)
@@ -311,7 +313,7 @@ func describeStep(st engine.Step) string {
 func encodeSnapshot(s *Snapshot, sensitive map[int]bool, secrets map[string]string) ([]byte, error) {
 	// The trace scrubber, over a trace made of the snapshot's text fields.
 	t := &engine.Trace{Task: s.Task, Intent: s.Intent, URL: s.StartURL, Session: s.Session, Steps: s.Completed,
-		Error: s.Blocking, Result: engine.Result{Answer: s.Answer, FinalURL: s.CurrentURL, Extracted: map[string]string{}}}
+		Error: s.Blocking, Approvals: s.Approvals, Result: engine.Result{Answer: s.Answer, FinalURL: s.CurrentURL, Extracted: map[string]string{}}}
 	t.Result.Extracted["goal"], t.Result.Extracted["last_action"] = s.Goal, s.LastAction
 	for i, p := range s.Pending {
 		t.Result.Extracted[fmt.Sprintf("pending%03d", i)] = p
@@ -324,7 +326,7 @@ func encodeSnapshot(s *Snapshot, sensitive map[int]bool, secrets map[string]stri
 		engine.Redact(pt, nil, secrets)
 		s.Params = pt.Result.Extracted
 	}
-	s.Task, s.Intent, s.StartURL, s.Session, s.Completed = t.Task, t.Intent, t.URL, t.Session, t.Steps
+	s.Task, s.Intent, s.StartURL, s.Session, s.Completed, s.Approvals = t.Task, t.Intent, t.URL, t.Session, t.Steps, t.Approvals
 	s.Blocking, s.Answer, s.CurrentURL = t.Error, t.Result.Answer, t.Result.FinalURL
 	s.Goal, s.LastAction = t.Result.Extracted["goal"], t.Result.Extracted["last_action"]
 	for i := range s.Pending {
@@ -456,6 +458,7 @@ func (r *run) resumeFrom(s *Snapshot) {
 		}
 	}
 	r.res.PlannerCalls, r.replayDone = s.PlannerCalls, s.ReplayDone
+	r.approvals = append([]engine.Approval(nil), s.Approvals...)
 	if !s.StartedAt.IsZero() {
 		r.started = s.StartedAt
 	}

@@ -196,8 +196,8 @@ func (e *Engine) seal(t *Trace, sensitive map[int]bool) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if !strings.Contains(n.Domain, ".") && n.Domain != "localhost" {
-		return fmt.Errorf("%w: URL %q has no host: give the page's full URL, such as https://example.com/page", ErrInvalid, t.URL)
+	if err := CheckHost(n, t.URL); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if !t.Outcome.Valid() {
 		return fmt.Errorf("%w: outcome %q: use success or failure", ErrInvalid, t.Outcome)

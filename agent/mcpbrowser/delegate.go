@@ -240,6 +240,7 @@ type AgentResult struct {
 
 	image     []byte
 	imageMIME string
+	refused   bool // the run could not start (agent.ErrConfig): nothing was done
 }
 
 // handler runs a delegation tool: a first call starts a job; a retried
@@ -526,6 +527,9 @@ func (j *job) result(name string) *sdk.CallToolResult {
 	if j.err != nil {
 		return mcp.ErrorResult(name, "failed", name+": "+j.err.Error())
 	}
+	if len(j.results) == 1 && j.results[0] != nil && j.results[0].refused {
+		return mcp.ErrorResult(name, "invalid_arguments", name+": "+j.results[0].Error+". Nothing was run: fix the arguments (or the tree's pem.yaml) and call "+name+" again.")
+	}
 	var content []sdk.Content
 	var text strings.Builder
 	for i, r := range j.results {
@@ -627,8 +631,12 @@ func (d *Delegation) parseTask(raw json.RawMessage, keys []string, needTask bool
 		return t, nil, mcp.ArgErrorf("max_turns must be between 1 and %d, got %d", MaxAgentTurns, t.MaxTurns)
 	}
 	if t.URL != "" {
-		if _, err := engine.NormalizeURL(t.URL); err != nil {
-			return t, nil, mcp.ArgErrorf("url %q: %v", t.URL, err)
+		n, err := engine.NormalizeURL(t.URL)
+		if err == nil {
+			err = engine.CheckHost(n, t.URL)
+		}
+		if err != nil {
+			return t, nil, mcp.ArgErrorf("url: %v", err)
 		}
 	}
 	if a.Has("params") {
@@ -833,6 +841,10 @@ func (d *Delegation) runOn(j *job, ss *sdk.ServerSession, bs *browserSession, t 
 	if err != nil && out.Error == "" {
 		out.Error = err.Error()
 	}
+	if res == nil && errors.Is(err, agent.ErrConfig) {
+		out.refused = true
+		return out
+	}
 	if j.ctx.Err() != nil && out.FailureCategory == "" {
 		out.FailureCategory = engine.Aborted
 	}
@@ -844,6 +856,8 @@ func (d *Delegation) runOn(j *job, ss *sdk.ServerSession, bs *browserSession, t 
 	if data, mime, err := bs.page.Screenshot(sctx); err == nil && len(data) > 0 {
 		out.image, out.imageMIME = data, mime
 		out.Screenshot = fmt.Sprintf("final page %s (%s, %d bytes)", out.FinalURL, mime, len(data))
+	} else {
+		out.Screenshot = fmt.Sprintf("no screenshot: %v", err)
 	}
 	return out
 }
