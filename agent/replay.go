@@ -126,7 +126,20 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 		route = shortcut(route)
 	}
 	var answers []string
-	for i := 0; i < len(route); i++ {
+	start := 0
+	if r.replayFrom > 0 && r.replayFrom <= len(route) {
+		// A resumed run: the snapshot's completed route steps are done, and
+		// the page is where the interrupted run stood.
+		start = r.replayFrom
+		r.replayDone = start
+		r.logf("resuming the replay at route step %d of %d", start+1, len(route))
+		for _, st := range r.steps {
+			if isExtraction(st) && st.OK && strings.TrimSpace(st.Result) != "" {
+				answers = append(answers, strings.TrimSpace(st.Result))
+			}
+		}
+	}
+	for i := start; i < len(route); i++ {
 		s := route[i]
 		if len(r.steps) >= r.maxTurns {
 			return replayOutcome{why: "turn limit reached during replay"}
@@ -169,8 +182,17 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 			}
 			a.Selector = sel
 		}
+		// What the snapshot written after this step says is done and left.
+		r.replayDone, r.pending = i+1, r.pending[:0]
+		for _, p := range route[i+1:] {
+			r.pending = append(r.pending, "replay "+describeStep(p))
+		}
 		tr := r.exec(ctx, a, s.Param, true)
 		if tr.Error != "" {
+			r.replayDone, r.pending = i, r.pending[:0]
+			for _, p := range route[i:] {
+				r.pending = append(r.pending, "replay "+describeStep(p))
+			}
 			return replayOutcome{why: fmt.Sprintf("replayed step %d (%s) failed: %s", i+1, s.Action, tr.Error)}
 		}
 		if isExtraction(s) {

@@ -63,8 +63,27 @@ type RunConfig struct {
 	NoRecall bool
 	// MemoryChars caps the Memory section; 0 uses the tree's policy.
 	MemoryChars int
-	Logger      *slog.Logger     // nil: discard
-	Now         func() time.Time // nil: time.Now
+	// Approver is asked before every step the tree's approval policy
+	// (pem.yaml `approval:`) marks, planned or replayed; nil asks nobody, so
+	// such a step stops the run with approval_required (see approval.go).
+	Approver Approver
+	// RunID names the run (its snapshot, an approval request); "" leaves
+	// it unnamed, unless SnapshotDir is set (then Run makes one). A run
+	// with a RunID and no Session uses the RunID as its session, so a
+	// resumed run's trace joins the same session.
+	RunID string
+	// SnapshotDir receives the run's snapshot after every step
+	// (snapshot.go); "" writes none. Keep it out of git.
+	SnapshotDir string
+	// Resume continues the run a snapshot describes (Snapshot.Configure
+	// fills the rest of the config from it).
+	Resume *Snapshot
+	// OnStep, when set, is called after every recorded step with the
+	// number of steps so far, the turn cap and the step's action-log line
+	// (MCP progress notifications). It must not block for long.
+	OnStep func(steps, maxTurns int, line string)
+	Logger *slog.Logger     // nil: discard
+	Now    func() time.Time // nil: time.Now
 }
 
 // RunResult is what a run did.
@@ -102,6 +121,14 @@ type RunResult struct {
 	ScreenshotPath  string
 	ActionLog       []string
 	Duration        time.Duration
+	// Approvals are the decisions on sensitive steps, as in the trace;
+	// Blocked is the step the run stopped before (approval_required).
+	Approvals []engine.Approval
+	Blocked   *ApprovalRequest
+	// RunID is the run's id (its snapshot's name); Resumed is true for a
+	// run continued from a snapshot.
+	RunID   string
+	Resumed bool
 }
 
 // StepFailure is one failed step and its failure category.
@@ -145,6 +172,18 @@ type run struct {
 	landTarget *engine.Fingerprint
 	// endBlocks are the blocks of the page the answer was checked on.
 	endBlocks []Block
+
+	approval  engine.ApprovalPolicy // the tree's approval rules
+	approvals []engine.Approval     // decisions so far
+	// stop is the error that ends the run before the next step (an
+	// unapproved step); blocked the step it names.
+	stop    error
+	blocked *ApprovalRequest
+
+	started    time.Time
+	replayDone int      // steps of the replayed route done (a resume skips them)
+	replayFrom int      // route steps a resumed replay skips
+	pending    []string // the replayed route's remaining steps, described
 }
 
 // Run performs one task: it asks memory (engine.Query on StartURL and the
@@ -164,7 +203,9 @@ func Run(ctx context.Context, cfg RunConfig) (*RunResult, error) {
 	if strings.TrimSpace(cfg.Task) == "" {
 		return nil, fmt.Errorf("%w: the task is empty", ErrConfig)
 	}
-	if _, err := engine.NormalizeURL(cfg.StartURL); err != nil {
+	if n, err := engine.NormalizeURL(cfg.StartURL); err != nil {
+		return nil, fmt.Errorf("%w: start URL: %w", ErrConfig, err)
+	} else if err := engine.CheckHost(n, cfg.StartURL); err != nil {
 		return nil, fmt.Errorf("%w: start URL: %w", ErrConfig, err)
 	}
 	for name := range cfg.Secrets {
@@ -202,6 +243,19 @@ func Run(ctx context.Context, cfg RunConfig) (*RunResult, error) {
 	if len(cfg.Secrets) > 0 {
 		r.cfg.Engine = cfg.Engine.WithSecrets(cfg.Secrets)
 	}
+	if err := r.loadApproval(ctx); err != nil {
+		return nil, err
+	}
+	if r.cfg.RunID == "" && r.cfg.SnapshotDir != "" {
+		r.cfg.RunID = NewRunID(r.now())
+	}
+	if r.cfg.RunID != "" && !ValidRunID(r.cfg.RunID) {
+		return nil, fmt.Errorf("%w: run id %q: use letters, digits, '-', '_' (at most 64)", ErrConfig, r.cfg.RunID)
+	}
+	if r.cfg.Session == "" {
+		r.cfg.Session = r.cfg.RunID
+	}
+	r.res.RunID = r.cfg.RunID
 	return r.do(ctx)
 }
 
@@ -209,6 +263,11 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	start := r.now()
 	res := r.res
 	res.Tier, res.RecallTier = engine.P5, engine.P5
+	r.started = start
+	if rs := r.cfg.Resume; rs != nil {
+		r.resumeFrom(rs)
+		start = r.started
+	}
 
 	var runErr error
 	if !r.cfg.NoRecall {
@@ -233,6 +292,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 		}
 	}
 	r.logf("memory: %s (confidence %.2f)", res.RecallTier, res.Confidence)
+	r.snapshot(SnapRunning, "")
 
 	answer, done, err := r.execute(ctx)
 	if err != nil {
@@ -300,11 +360,16 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	}
 	res.Duration = r.now().Sub(start)
 	res.Steps = len(r.steps)
+	res.Approvals, res.Blocked = r.approvals, r.blocked
+	if r.blocked != nil {
+		res.FailureCategory = engine.ApprovalRequired
+	}
 
 	// Deposit: always — but a run that took no step is no evidence of
 	// anything (engine refuses it), so there is nothing to deposit.
 	if len(r.steps) == 0 {
 		r.logf("no step was taken: nothing to deposit")
+		r.finalSnapshot(ctx, runErr)
 		return res, runErr
 	}
 	t := &engine.Trace{
@@ -312,7 +377,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 		URL: r.cfg.StartURL, Steps: r.steps, Outcome: engine.Success, StartedAt: start.UTC(),
 		Result:     engine.Result{Answer: res.Answer, FinalURL: Scrub(finalURL, r.cfg.Secrets), FinalTitle: Scrub(finalTitle, r.cfg.Secrets)},
 		DurationMs: res.Duration.Milliseconds(), Session: r.cfg.Session, PlannerCalls: res.PlannerCalls,
-		Tier: res.Tier, Params: r.usedParams(), Writer: r.cfg.Engine.Writer,
+		Tier: res.Tier, Params: r.usedParams(), Writer: r.cfg.Engine.Writer, Approvals: r.approvals,
 	}
 	if r.recall != nil && res.Tier != engine.P5 {
 		t.FactsRevision = r.recall.Revision // ties the outcome to the knowledge used
@@ -336,7 +401,24 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	}
 	r.log.Info("run finished", "tier", res.Tier, "steps", res.Steps, "planner_calls", res.PlannerCalls,
 		"success", res.Success, "trace", res.TracePath)
+	r.finalSnapshot(ctx, runErr)
 	return res, runErr
+}
+
+// finalSnapshot archives the snapshot of a run that ended, and keeps that
+// of a run that can go on (cancelled, or stopped before an unapproved
+// step) as resumable.
+func (r *run) finalSnapshot(ctx context.Context, runErr error) {
+	status := SnapFailed
+	switch {
+	case r.res.Success:
+		status = SnapDone
+	case r.blocked != nil:
+		status = SnapBlocked
+	case ctx.Err() != nil || errors.Is(runErr, context.Canceled):
+		status = SnapInterrupted
+	}
+	r.snapshot(status, r.res.Error)
 }
 
 // noFault returns the category of a failed run the site is not to blame
@@ -346,6 +428,8 @@ func (r *run) noFault(ctx context.Context, runErr error, done bool) engine.Failu
 	switch {
 	case ctx.Err() != nil || errors.Is(runErr, context.Canceled):
 		return engine.Aborted
+	case errors.Is(runErr, ErrApprovalRequired):
+		return engine.ApprovalRequired
 	case errors.Is(runErr, ErrPlanner):
 		return engine.PlannerError
 	case runErr == nil && !done:
@@ -371,21 +455,33 @@ func (r *run) execute(ctx context.Context) (string, bool, error) {
 		}
 		r.page = p
 	}
+	if rs := r.cfg.Resume; rs != nil && len(r.steps) > 0 {
+		if err := r.resumeAt(ctx, rs); err != nil {
+			return "", false, err
+		}
+	}
 	// A replay starts with the route's own first navigation (P1 may go
 	// straight to the page the answer is read on); planning starts at StartURL.
-	if r.recall != nil && (r.res.Tier == engine.P1 || r.res.Tier == engine.P2) {
+	if r.recall != nil && (r.res.Tier == engine.P1 || r.res.Tier == engine.P2) && (r.cfg.Resume == nil || r.replayFrom > 0 || len(r.steps) == 0) {
 		rp := r.replay(ctx)
 		if err := ctx.Err(); err != nil {
 			return "", false, fmt.Errorf("run cancelled: %w", err)
 		}
+		if r.stop != nil {
+			return "", false, r.stop
+		}
 		if rp.done {
 			return rp.answer, true, nil
 		}
+		r.pending = nil
 		r.res.HandedOver = true
 		r.logf("replay handed over to the planner: %s", rp.why)
 	}
 	if u := r.page.URL(); len(r.steps) == 0 || u == "" || strings.HasPrefix(u, "about:") {
 		tr := r.exec(ctx, Action{Tool: "navigate", Value: r.cfg.StartURL}, "", false)
+		if r.stop != nil {
+			return "", false, r.stop
+		}
 		if tr.Error != "" && KindOf(tr.Error) == engine.KindTimeout && ctx.Err() == nil {
 			// A slow first load (a cold browser, a busy machine): once more.
 			tr = r.exec(ctx, Action{Tool: "navigate", Value: r.cfg.StartURL}, "", false)
@@ -424,6 +520,9 @@ func (r *run) plan(ctx context.Context) (string, bool, error) {
 			return a.Value, true, nil
 		}
 		r.exec(ctx, a, r.paramFor(a), false)
+		if r.stop != nil {
+			return "", false, r.stop
+		}
 	}
 	return "", false, nil
 }
@@ -500,6 +599,11 @@ func (r *run) exec(ctx context.Context, a Action, param string, replayed bool) T
 		if target, err := ResolveURL(r.page.URL(), a.Value); err == nil {
 			shown.Value, real.Value = target, target
 		}
+	}
+	if err := r.approve(ctx, shown, real.Value, replayed); err != nil {
+		// Not taken, so not a step: the decision is in r.approvals.
+		r.stop = err
+		return fail(a.Tool, err)
 	}
 	if a.Tool == "click" || a.Tool == "type" {
 		r.landTarget = r.target(ctx, a.Selector, !replayed)
@@ -589,6 +693,7 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	}
 	r.addStep(st, sensitive)
 	r.history = append(r.history, Turn{Action: a, Result: tr, URL: url, Replayed: replayed})
+	defer r.snapshot(SnapRunning, "")
 	mode := "plan"
 	if replayed {
 		mode = "replay"
@@ -601,6 +706,14 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	}
 	r.logf("%s", line)
 	r.log.Debug("step", "action", a.Tool, "selector", a.Selector, "ok", ok, "ms", d.Milliseconds())
+	r.progress()
+}
+
+// progress reports the last action-log line to RunConfig.OnStep.
+func (r *run) progress() {
+	if r.cfg.OnStep != nil && len(r.res.ActionLog) > 0 {
+		r.cfg.OnStep(len(r.steps), r.maxTurns, r.res.ActionLog[len(r.res.ActionLog)-1])
+	}
 }
 
 // addStep appends st to the trace; sensitive marks a typed value that is a
@@ -631,6 +744,9 @@ func (r *run) recordMiss(s engine.Step, kind, msg string) {
 	r.res.Recovered = append(r.res.Recovered, StepFailure{Seq: seq, Action: s.Action, Selector: s.Selector, Kind: kind, Category: cat})
 	r.history = append(r.history, Turn{Action: Action{Tool: s.Action, Selector: s.Selector}, Result: fail(s.Action, errors.New(msg)), URL: url, Replayed: true})
 	r.logf("[%s replay] %s %s → miss: %s (%s)", r.res.Tier, s.Action, s.Selector, msg, cat)
+	r.pending = nil
+	r.snapshot(SnapRunning, "")
+	r.progress()
 }
 
 func (r *run) isPasswordField(selector string) bool {

@@ -34,6 +34,9 @@ const (
 	// Outcomes the site is not to blame for: weight 0 against the route.
 	Aborted      FailureCategory = "aborted"       // cancelled by the user (Ctrl-C, SIGTERM, the turn limit with no page failure)
 	PlannerError FailureCategory = "planner_error" // the planner's model failed
+	// ApprovalRequired: the run stopped before a step the tree's approval
+	// policy marks, because nobody said yes (refused, or nobody to ask).
+	ApprovalRequired FailureCategory = "approval_required"
 	// A run a verdict judged wrong (pem experience feedback): a heavy failure.
 	JudgedWrong FailureCategory = "judged_wrong"
 )
@@ -42,7 +45,7 @@ const (
 var FailureCategories = []FailureCategory{AntiBot, AuthRequired, PermissionDenied, OverlayBlocked,
 	Network, SelectorDrift, VisualDrift, Timing, LazyLoading, ABExperiment, UnexpectedRedirect,
 	UnverifiedAnswer, SuccessConditionFailed, Unknown,
-	Aborted, PlannerError, JudgedWrong}
+	Aborted, PlannerError, ApprovalRequired, JudgedWrong}
 
 // Valid reports whether c is a known category.
 func (c FailureCategory) Valid() bool {
@@ -62,8 +65,11 @@ func (c FailureCategory) IsGate() bool {
 }
 
 // IsNoFault reports whether the category is a run the site is not to blame
-// for: cancelled by the user, or the planner's model failed. It weighs 0.
-func (c FailureCategory) IsNoFault() bool { return c == Aborted || c == PlannerError }
+// for: cancelled by the user, the planner's model failed, or a sensitive
+// step was not approved. It weighs 0.
+func (c FailureCategory) IsNoFault() bool {
+	return c == Aborted || c == PlannerError || c == ApprovalRequired
+}
 
 // Error kinds a recorder may put in Step.ErrorKind: structured signals that
 // classification trusts before any text.

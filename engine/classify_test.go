@@ -105,8 +105,8 @@ func TestFailureCategories(t *testing.T) {
 		}
 		seen[c] = true
 	}
-	if len(seen) != 17 || !seen[engine.UnverifiedAnswer] || !seen[engine.SuccessConditionFailed] {
-		t.Errorf("%d categories, want the 12 of DESIGN §3, unverified_answer and success_condition_failed, and aborted, planner_error, judged_wrong", len(seen))
+	if len(seen) != 18 || !seen[engine.UnverifiedAnswer] || !seen[engine.SuccessConditionFailed] || !seen[engine.ApprovalRequired] {
+		t.Errorf("%d categories, want the 12 of DESIGN §3, unverified_answer and success_condition_failed, and aborted, planner_error, approval_required, judged_wrong", len(seen))
 	}
 	for _, c := range []engine.FailureCategory{engine.UnverifiedAnswer, engine.SuccessConditionFailed} {
 		if w := engine.DefaultPolicy().FailureWeight(c); w != 1 {

@@ -196,8 +196,8 @@ func (e *Engine) seal(t *Trace, sensitive map[int]bool) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if !strings.Contains(n.Domain, ".") && n.Domain != "localhost" {
-		return fmt.Errorf("%w: URL %q has no host: give the page's full URL, such as https://example.com/page", ErrInvalid, t.URL)
+	if err := CheckHost(n, t.URL); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if !t.Outcome.Valid() {
 		return fmt.Errorf("%w: outcome %q: use success or failure", ErrInvalid, t.Outcome)
@@ -232,6 +232,16 @@ func (e *Engine) seal(t *Trace, sensitive map[int]bool) error {
 	}
 	if t.FailureCategory == JudgedWrong {
 		return fmt.Errorf("%w: failure_category judged_wrong comes only from a verdict: save the run, then pem experience feedback ID --verdict wrong", ErrInvalid)
+	}
+	if len(t.Approvals) > MaxSteps {
+		return fmt.Errorf("%w: %d approvals is over the cap of %d", ErrInvalid, len(t.Approvals), MaxSteps)
+	}
+	for i := range t.Approvals {
+		a := &t.Approvals[i]
+		if !ValidDecision(a.Decision) || !IsAction(a.Action) || a.Rule == "" {
+			return fmt.Errorf("%w: approvals[%d] needs an action, a rule and a decision (%s, %s or %s)", ErrInvalid, i, Approved, Refused, Unanswered)
+		}
+		a.Why, a.Note = capString(a.Why, 500), capString(a.Note, 500)
 	}
 	for i := range t.Steps {
 		st := &t.Steps[i]

@@ -263,6 +263,13 @@ func Injection(t *Trace) string {
 		sc.text(w+"error", s.Error)
 		sc.text(w+"selector", withoutPlaceholders(strings.Join(append([]string{s.Selector}, s.Fallbacks...), "\n")))
 	}
+	for i, a := range t.Approvals {
+		w := fmt.Sprintf("approval %d ", i+1)
+		sc.text(w+"selector", a.Selector)
+		sc.url(w+"url", a.URL)
+		sc.text(w+"why", a.Why)
+		sc.text(w+"note", a.Note)
+	}
 	return sc.why
 }
 

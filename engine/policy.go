@@ -148,6 +148,9 @@ type Config struct {
 	Format    int       `yaml:"format"`
 	Policy    Policy    `yaml:"policy"`
 	Schedules Schedules `yaml:"schedules,omitempty"`
+	// Approval lists the steps that need a person's yes (engine/approval.go);
+	// empty asks for nothing.
+	Approval ApprovalPolicy `yaml:"approval,omitempty"`
 }
 
 // Schedules are the cron specs pem serve uses when no flag overrides them.

@@ -96,6 +96,13 @@ func Redact(t *Trace, sensitive map[int]bool, secrets map[string]string) {
 		scrub(fmt.Sprintf("steps[%d].error", i), &s.Error)
 		scrub(fmt.Sprintf("steps[%d].result", i), &s.Result)
 	}
+	for i := range t.Approvals {
+		a := &t.Approvals[i]
+		scrubWith(secretOnly, fmt.Sprintf("approvals[%d].selector", i), &a.Selector)
+		scrub(fmt.Sprintf("approvals[%d].url", i), &a.URL)
+		scrub(fmt.Sprintf("approvals[%d].why", i), &a.Why)
+		scrub(fmt.Sprintf("approvals[%d].note", i), &a.Note)
+	}
 	intent := t.Intent
 	scrub("task", &t.Task)
 	scrub("intent", &t.Intent)

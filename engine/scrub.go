@@ -43,6 +43,19 @@ func ScrubTrace(t *Trace) {
 		f(p+"error_kind", &s.ErrorKind)
 		f(p+"result", &s.Result)
 	}
+	for i := range t.Approvals {
+		a := &t.Approvals[i]
+		p := fmt.Sprintf("approvals[%d].", i)
+		f(p+"selector", &a.Selector)
+		u, dropped := cleanURL(a.URL)
+		if a.URL = u; dropped {
+			t.addRedaction(p + "url: " + string(SecretURLUserinfo))
+		}
+		f(p+"url", &a.URL)
+		f(p+"rule", &a.Rule)
+		f(p+"why", &a.Why)
+		f(p+"note", &a.Note)
+	}
 	intent := t.Intent
 	f("task", &t.Task)
 	f("intent", &t.Intent)

@@ -47,6 +47,9 @@ type Trace struct {
 	// SuccessCondition is where a successful run read its answer.
 	SuccessCondition *SuccessCondition `yaml:"success_condition,omitempty" json:"success_condition,omitempty"`
 	Redactions       []string          `yaml:"redactions,omitempty" json:"redactions,omitempty"`
+	// Approvals are the decisions on the run's sensitive steps (pem.yaml's
+	// approval policy), in order; absent when no step needed one.
+	Approvals []Approval `yaml:"approvals,omitempty" json:"approvals,omitempty"`
 }
 
 // Step is one tool call of a run.

@@ -342,3 +342,13 @@ query:
 	}
 	return sp, true
 }
+
+// CheckHost refuses a URL whose host cannot key knowledge: one with no dot
+// other than localhost ("notaurl"). Traces are refused for it (Engine's
+// validation), so a run is refused before it starts.
+func CheckHost(n NormalizedURL, raw string) error {
+	if !strings.Contains(n.Domain, ".") && n.Domain != "localhost" {
+		return fmt.Errorf("URL %q has no host: give the page's full URL, such as https://example.com/page", raw)
+	}
+	return nil
+}

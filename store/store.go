@@ -241,6 +241,9 @@ func decodeConfig(data []byte) (any, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", engine.ErrCorrupt, err)
 	}
+	if err := cfg.Approval.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", engine.ErrCorrupt, err)
+	}
 	return cfg, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -82,7 +83,7 @@ func TestInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg != engine.DefaultConfig() {
+	if !reflect.DeepEqual(cfg, engine.DefaultConfig()) {
 		t.Errorf("Config of a new tree = %+v, want the defaults", cfg)
 	}
 
@@ -109,7 +110,7 @@ func TestInit(t *testing.T) {
 	}
 	want := engine.DefaultConfig()
 	want.Policy.TTLDays = 7
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("Config with ttl_days: 7 = %+v, want %+v", cfg, want)
 	}
 }
@@ -134,4 +135,72 @@ func mustRead(t testing.TB, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// pem.yaml's approval list decodes strictly and is validated; a trace that
+// records approvals is written and read back whole, scrubbed like the rest.
+func TestApprovalConfigAndTrace(t *testing.T) {
+	ctx := context.Background()
+	s := newTree(t)
+	write := func(body string) error {
+		if err := os.WriteFile(filepath.Join(s.Root(), "pem.yaml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s2, err := store.Open(s.Root(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s2.Close()
+		cfg, err := s2.Config(ctx)
+		if err == nil && len(cfg.Approval) != 2 {
+			t.Errorf("approval = %+v, want 2 rules", cfg.Approval)
+		}
+		return err
+	}
+	if err := write("format: 1\napproval:\n  - name: payment\n    text: [buy, pay]\n  - name: admin\n    url: ['*/admin/*']\n    actions: [type]\n"); err != nil {
+		t.Fatalf("a valid approval list: %v", err)
+	}
+	for _, bad := range []string{
+		"format: 1\napproval:\n  - text: [buy]\n",                      // no name
+		"format: 1\napproval:\n  - name: x\n    texts: [buy]\n",        // unknown field
+		"format: 1\napproval:\n  - name: x\n    actions: [purchase]\n", // unknown action
+	} {
+		if err := write(bad); !errors.Is(err, engine.ErrCorrupt) {
+			t.Errorf("%q: %v, want ErrCorrupt", bad, err)
+		}
+	}
+	if err := write("format: 1\napproval:\n  - name: a\n    text: [buy]\n  - name: b\n    selector: [delete]\n"); err != nil {
+		t.Fatal(err)
+	}
+
+	eng := &engine.Engine{Store: s}
+	tr := &engine.Trace{Task: "buy it", URL: "https://shop.test/item/1", Outcome: engine.Failure, FailureCategory: engine.ApprovalRequired,
+		Steps: []engine.Step{{Action: "navigate", URL: "https://shop.test/item/1", OK: true}},
+		Approvals: []engine.Approval{
+			{Step: 2, Action: "click", Selector: "#buy", URL: "https://shop.test/item/1?token=ghp_" + strings.Repeat("a", 36), Rule: "payment", Why: `text "Buy now" has "buy"`, Decision: engine.Refused, Note: "terminal"},
+		}}
+	saved, err := eng.SaveTrace(ctx, tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := s.TraceRefs(ctx, saved.Domain)
+	if err != nil || len(refs) != 1 || refs[0].ID != saved.ID {
+		t.Fatalf("trace refs %v, %v; want the one saved (%s)", refs, err, saved.ID)
+	}
+	got, err := s.Trace(ctx, refs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.FailureCategory != engine.ApprovalRequired || len(got.Approvals) != 1 {
+		t.Fatalf("read back %s, approvals %+v", got.FailureCategory, got.Approvals)
+	}
+	a := got.Approvals[0]
+	if a.Rule != "payment" || a.Decision != engine.Refused || a.Step != 2 || strings.Contains(a.URL, "ghp_") {
+		t.Errorf("approval read back as %+v (the token must be scrubbed)", a)
+	}
+	bad := &engine.Trace{URL: "https://shop.test/", Outcome: engine.Success, Steps: tr.Steps,
+		Approvals: []engine.Approval{{Step: 2, Action: "click", Rule: "payment", Decision: "maybe"}}}
+	if _, err := eng.SaveTrace(ctx, bad, nil); !errors.Is(err, engine.ErrInvalid) {
+		t.Errorf("an unknown decision saved: %v", err)
+	}
 }

@@ -681,9 +681,18 @@ func (p *Page) WaitFor(ctx context.Context, selector string, d time.Duration) er
 
 // Screenshot captures the viewport as PNG; over 400 KB it recaptures as a
 // JPEG (quality 60) scaled to 1024 px wide.
+//
+// A background tab renders no frames, so its capture would wait until the
+// deadline: the tab is brought to the front first, one capture at a time
+// (tabs of parallel runs keep working in the background meanwhile).
 func (p *Page) Screenshot(ctx context.Context) ([]byte, string, error) {
 	pg, _, cancel := p.with(ctx, 3*p.timeout) // encoding is slow on a busy machine
 	defer cancel()
+	shotMu.Lock()
+	defer shotMu.Unlock()
+	if _, err := pg.Activate(); err != nil {
+		return nil, "", fmt.Errorf("screenshot of %s: bringing the tab to the front: %w", p.URL(), err)
+	}
 	png, err := pg.Screenshot(false, &proto.PageCaptureScreenshot{Format: proto.PageCaptureScreenshotFormatPng})
 	if err != nil {
 		return nil, "", fmt.Errorf("screenshot of %s: %w", p.URL(), err)
@@ -716,6 +725,9 @@ func (p *Page) Screenshot(ctx context.Context) ([]byte, string, error) {
 	}
 	return jpg, "image/jpeg", nil
 }
+
+// shotMu holds one capture at a time: activation and capture are one step.
+var shotMu sync.Mutex
 
 // Close closes the tab.
 func (p *Page) Close() error {

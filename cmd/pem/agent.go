@@ -50,7 +50,12 @@ func newAgentRunCmd() *cli.Command {
 			"plans the rest, prints the answer and one line: tier, steps, planner calls, trace path. The trace\n" +
 			"is deposited in every case. Secrets: --secret NAME=ENV_VAR puts the value of $ENV_VAR behind\n" +
 			"{{secret:NAME}}; tasks and planners only ever see the placeholder. --tasks FILE (JSON lines or a\n" +
-			"YAML list of {task, url, intent, params}) runs several tasks, --parallel N at once, in one browser.",
+			"YAML list of {task, url, intent, params}) runs several tasks, --parallel N at once, in one browser.\n" +
+			"Each run prints its run id on stderr and snapshots its progress after every step; --resume RUN_ID\n" +
+			"continues an interrupted run (killed, Ctrl-C, or stopped before an unapproved step) from the page\n" +
+			"it stood on. Steps that pem.yaml's approval rules mark (buy, delete, send, ...) are asked on the\n" +
+			"terminal (y/N), planned or replayed; with --no-input, or when stdin is not a terminal, such a step\n" +
+			"stops the run: failure approval_required, exit 14.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "start `URL` (required unless --tasks)"},
 			&cli.StringFlag{Name: "intent", Usage: "the intent memory is keyed on (default: the task text)"},
@@ -63,6 +68,8 @@ func newAgentRunCmd() *cli.Command {
 			&cli.StringFlag{Name: "tasks", Usage: "run the tasks in `FILE` (JSON lines or YAML list)"},
 			&cli.IntFlag{Name: "parallel", Value: 1, Usage: "with --tasks: how many tasks run at once"},
 			&cli.StringFlag{Name: "shots", Usage: "keep each run's final screenshot in `DIR` (default: none is taken)"},
+			&cli.StringFlag{Name: "resume", Usage: "continue the interrupted run `RUN_ID` from its snapshot (no TASK, --url or --tasks)"},
+			&cli.BoolFlag{Name: "no-input", Usage: "never ask on the terminal: a step that needs approval stops the run (approval_required)"},
 		}, plannerFlags()...),
 		Action: runAgentRun,
 	}
@@ -217,6 +224,10 @@ type runJSON struct {
 	FailureCat     engine.FailureCategory `json:"failure_category,omitempty"`
 	Error          string                 `json:"error,omitempty"`
 	Seconds        float64                `json:"seconds"`
+	RunID          string                 `json:"run_id,omitempty"`
+	Resumed        bool                   `json:"resumed,omitempty"`
+	Approvals      []engine.Approval      `json:"approvals,omitempty"`
+	Blocked        *agent.ApprovalRequest `json:"approval_required,omitempty"`
 	ActionLog      []string               `json:"action_log"`
 }
 
@@ -226,6 +237,7 @@ func toJSON(task, url string, r *agent.RunResult, err error) runJSON {
 		j.Answer, j.Success, j.Tier, j.RecallTier = r.Answer, r.Success, r.Tier, r.RecallTier
 		j.Steps, j.PlannerCalls, j.TracePath, j.ScreenshotPath = r.Steps, r.PlannerCalls, r.TracePath, r.ScreenshotPath
 		j.FailureCat, j.Error, j.Seconds, j.ActionLog = r.FailureCategory, r.Error, r.Duration.Seconds(), r.ActionLog
+		j.RunID, j.Resumed, j.Approvals, j.Blocked = r.RunID, r.Resumed, r.Approvals, r.Blocked
 	}
 	if err != nil && j.Error == "" {
 		j.Error = err.Error()
@@ -245,7 +257,12 @@ func summaryLine(r *agent.RunResult) string {
 func runAgentRun(c *cli.Context) error {
 	ctx := c.Context
 	var specs []taskSpec
+	var resume *agent.Snapshot
 	switch {
+	case c.String("resume") != "":
+		if c.NArg() > 0 || c.String("tasks") != "" || c.String("url") != "" || c.String("intent") != "" {
+			return usagef("--resume RUN_ID continues a run with its own task, URL and intent: give no TASK, --url, --intent or --tasks")
+		}
 	case c.String("tasks") != "":
 		if c.NArg() > 0 {
 			return usagef("give either TASK or --tasks FILE, not both")
@@ -290,8 +307,19 @@ func runAgentRun(c *cli.Context) error {
 		return err
 	}
 	defer st.Close()
+	snaps, err := snapshotDir(ctx, knowledgeDir(c))
+	if err != nil {
+		return err
+	}
+	if id := c.String("resume"); id != "" {
+		if resume, err = agent.LoadSnapshot(snaps, id); err != nil {
+			return err
+		}
+		specs = []taskSpec{{Task: resume.Task, URL: resume.StartURL, Intent: resume.Intent}}
+	}
 	eng.Secrets = secrets
 	log := logger(c)
+	approver := newTermApprover(c.App.Reader, c.App.ErrWriter, c.Bool("no-input"))
 	br, err := launch(ctx, c.Bool("headful"))
 	if err != nil {
 		return err
@@ -308,10 +336,19 @@ func runAgentRun(c *cli.Context) error {
 		for k, v := range params {
 			p[k] = v
 		}
-		jobs = append(jobs, &agent.Job{Config: agent.RunConfig{
+		cfg := agent.RunConfig{
 			Engine: eng, Browser: br, Planner: planner, Task: s.Task, StartURL: s.URL, Intent: s.Intent,
 			MaxTurns: c.Int("max-turns"), Params: p, Secrets: secrets, ShotDir: shots, Session: session, Logger: log,
-		}})
+			Approver: approver, SnapshotDir: snaps, RunID: agent.NewRunID(time.Now()),
+		}
+		if resume != nil {
+			if !c.IsSet("max-turns") {
+				cfg.MaxTurns = 0 // the interrupted run's cap
+			}
+			resume.Configure(&cfg)
+		}
+		fmt.Fprintf(c.App.ErrWriter, "pem: run %s: %s (resume it with: %s agent run --resume %s)\n", cfg.RunID, bench.OneLine(agent.Scrub(cfg.Task, secrets), 60), selfName(), cfg.RunID)
+		jobs = append(jobs, &agent.Job{Config: cfg})
 	}
 	agent.RunAll(ctx, jobs, c.Int("parallel"))
 

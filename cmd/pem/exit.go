@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/pemdev/pem/agent"
 	"github.com/pemdev/pem/agent/llm"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store/gitrepo"
@@ -33,6 +34,8 @@ import (
 //	12  Chromium missing: install it or set PEM_CHROME
 //	13  the remote refused or could not be reached (authentication, permission, a rejected push, the network),
 //	    the tree has no such remote, or the model server refused or could not be reached
+//	14  approval required: pem agent run stopped before a step pem.yaml's approval rules mark,
+//	    because nobody approved it (refused, --no-input, stdin not a terminal)
 //	75  contended: pem sync lost the push to another writer on every try;
 //	    nothing is lost, run it again (75 is sysexits' EX_TEMPFAIL)
 //	130 cancelled (SIGINT or SIGTERM)
@@ -54,6 +57,7 @@ const (
 	exitNoGit     = 11
 	exitNoBrowser = 12
 	exitRemote    = 13
+	exitApproval  = 14
 	exitContended = 75 // pem sync (gitrepo.ErrContended)
 	exitCancelled = 130
 )
@@ -75,7 +79,9 @@ var exitCodes = []struct {
 	{isAny(engine.ErrContradicts), exitFrozen, "a verdict is immutable: judge a newer run instead"},
 	{isAny(engine.ErrUnknownTrace), exitNotFound, "give the id that pem experience save printed (\"id\"), or a trace file's name"},
 	{isAny(gitrepo.ErrUnknownRevision), exitNotFound, "name a commit, branch or tag (git log shows them)"},
+	{isAny(agent.ErrNoSnapshot), exitNotFound, "resume only a run that did not finish, by the id pem agent run printed when it started"},
 	{isAny(engine.ErrNotFound), exitNotFound, "check the name with 'pem experience list'"},
+	{isAny(agent.ErrApprovalRequired), exitApproval, "the step was not taken; to approve it, resume the run in a terminal ('pem agent run --resume RUN_ID') and answer y, or change pem.yaml's approval rules"},
 	{isAny(gitrepo.ErrContended), exitContended, "run 'pem sync' again, now or later"},
 	{isAny(gitrepo.ErrNoRemote), exitRemote, "'git remote -v' lists the remotes the tree has"},
 	{isAny(llm.ErrAPI), exitRemote, "the model server refused or could not be reached: check the planner's base URL, model and API key ('pem agent run --help') and that the server is up"},

@@ -24,6 +24,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/urfave/cli/v2"
 
+	"github.com/pemdev/pem/agent"
 	"github.com/pemdev/pem/agent/llm"
 	"github.com/pemdev/pem/agent/rod"
 	"github.com/pemdev/pem/engine"
@@ -334,6 +335,9 @@ func TestExitCode(t *testing.T) {
 		{fmt.Errorf("sync: fetching: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), 13},
 		{fmt.Errorf("sync: %w %q", gitrepo.ErrNoRemote, "origin"), 13},
 		{fmt.Errorf("agent run: planner openai: %w: POST http://127.0.0.1:1/v1/chat/completions: connection refused", llm.ErrAPI), 13},
+		{fmt.Errorf("agent run: %w", &agent.ApprovalError{Decision: engine.Refused}), 14},
+		{fmt.Errorf("%w: %w", context.Canceled, agent.ErrApprovalRequired), 130},
+		{fmt.Errorf("resume: %w 01K", agent.ErrNoSnapshot), 4},
 	}
 	for _, c := range cases {
 		if got := exitCode(c.err); got != c.want {

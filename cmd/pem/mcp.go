@@ -8,8 +8,11 @@ import (
 	"runtime/debug"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
+	"github.com/pemdev/pem/agent"
+	"github.com/pemdev/pem/agent/mcpbrowser"
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/engine/mcp"
 )
@@ -24,14 +27,25 @@ var mcpDeepLearn func(c *cli.Context, e *engine.Engine) mcp.DeepLearnFunc
 func newMCPCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
-		Usage: "serve the experience tools to MCP clients (Claude, Cursor, …) on stdio",
+		Usage: "serve the experience tools (and, with --browser, pem's browser) to MCP clients (Claude, Cursor, …) on stdio",
 		Description: "Runs a Model Context Protocol server on stdin/stdout (newline-delimited JSON-RPC) over the knowledge\n" +
 			"tree chosen by --knowledge or PEM_KNOWLEDGE_DIR. Tools: experience_query, experience_memory, experience_save,\n" +
-			"experience_list (and experience_deep_learn when available). stdout carries protocol only; logs go to\n" +
-			"stderr (--verbose for more). The server ends when the client closes stdin. See docs/mcp.md.",
-		Flags: []cli.Flag{
+			"experience_list, experience_feedback (and experience_deep_learn when available).\n" +
+			"With --browser, pem is the client's browser too: browser_navigate, browser_click, browser_type,\n" +
+			"browser_get_text, browser_get_elements, browser_evaluate, browser_scroll, browser_wait, browser_screenshot,\n" +
+			"browser_extract and browser_done, on one headless Chromium (system Chromium or PEM_CHROME, launched at the\n" +
+			"first browser call). Every browser call is recorded; the first navigation to a site returns its ## Memory;\n" +
+			"browser_done — or the session's end, or --idle-timeout without a call — saves the run as a trace.\n" +
+			"The delegation tools browser_agent_run, browser_agent_continue and browser_agents_run run pem's own agent\n" +
+			"on that browser (memory first, then the --planner).\n" +
+			"stdout carries protocol only; logs go to stderr (--verbose for more). The server ends when the client\n" +
+			"closes stdin. See docs/mcp.md.",
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "max-line-bytes", Value: mcp.DefaultMaxLineBytes, Usage: "the longest request line accepted, in `BYTES`; longer ones are answered with an error"},
-		},
+			&cli.BoolFlag{Name: "browser", Usage: "also serve the browser tools (browser_navigate, browser_click, …, browser_done): pem as the client's browser, every run remembered"},
+			&cli.DurationFlag{Name: "idle-timeout", Value: mcpbrowser.DefaultIdleTimeout, Usage: "with --browser: save a session's unfinished task (as aborted) after this long without a browser call; 0 never"},
+			&cli.BoolFlag{Name: "headful", Usage: "with --browser: show the browser window (needs a display)"},
+		}, delegationFlags()...),
 		Action: runMCP,
 	}
 }
@@ -42,6 +56,15 @@ func runMCP(c *cli.Context) error {
 	}
 	if c.Int("max-line-bytes") < 1024 {
 		return usagef("--max-line-bytes %d is too small: use at least 1024", c.Int("max-line-bytes"))
+	}
+	if !c.Bool("browser") && (c.IsSet("idle-timeout") || c.IsSet("headful")) {
+		return usagef("--idle-timeout and --headful apply to the browser tools: add --browser")
+	}
+	if f := delegationSet(c); f != "" && !c.Bool("browser") {
+		return usagef("%s configures the delegation tools of pem mcp --browser: add --browser", f)
+	}
+	if c.Duration("idle-timeout") < 0 {
+		return usagef("--idle-timeout %s is negative: give a duration such as 5m, or 0 for never", c.Duration("idle-timeout"))
 	}
 	// stderr never stalls the server: every log of it (the store's too) goes
 	// through a bounded writer that drops rather than waits, rate-limited
@@ -72,6 +95,40 @@ func runMCP(c *cli.Context) error {
 	if mcpDeepLearn != nil {
 		opts.DeepLearn = mcpDeepLearn(c, e)
 	}
+	var browser *mcpbrowser.Server
+	if c.Bool("browser") {
+		idle := c.Duration("idle-timeout")
+		if idle == 0 {
+			idle = -1 // never
+		}
+		headful := c.Bool("headful")
+		browser = mcpbrowser.New(mcpbrowser.Options{Engine: e, IdleTimeout: idle, Logger: log,
+			Launch: func(ctx context.Context) (agent.Browser, error) { return launch(ctx, headful) }})
+		deleg, err := delegation(c, browser)
+		if err != nil {
+			return err
+		}
+		opts.Register = func(srv *sdk.Server) { browser.Register(srv); deleg.Register(srv) }
+		opts.Instructions = mcpbrowser.Instructions + "\n" + mcpbrowser.DelegationInstructions
+		// Every unfinished task is saved, and Chromium closed, however the
+		// server ends.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), mcpCloseTimeout)
+			defer cancel()
+			if err := browser.Close(cctx); err != nil {
+				log.Error("pem mcp: closing the browser tools", "err", err)
+			}
+		}()
+		// The delegated runs stop (each deposits its trace) before the
+		// browser closes: deferred last, this runs first.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), mcpCloseTimeout)
+			defer cancel()
+			if err := deleg.Close(cctx); err != nil {
+				log.Debug("pem mcp: closing the delegated pages", "err", err)
+			}
+		}()
+	}
 	log.Info("pem mcp: serving on stdio", "knowledge", dir)
 	ctx := c.Context
 	done := make(chan error, 1)
@@ -98,3 +155,7 @@ func runMCP(c *cli.Context) error {
 
 // mcpStopGrace is how long a signalled server may take to finish a call.
 const mcpStopGrace = 500 * time.Millisecond
+
+// mcpCloseTimeout bounds saving the unfinished browser tasks and closing
+// Chromium when the server ends.
+const mcpCloseTimeout = 15 * time.Second

@@ -35,6 +35,9 @@ type Options struct {
 	// tools (pem mcp --browser: agent/mcpbrowser's browser and delegation
 	// tools), so that one server and one transport carry both families.
 	Register func(*sdk.Server)
+	// Instructions, when set, are appended to the server's Instructions
+	// (the workflow of the tools Register adds).
+	Instructions string
 }
 
 func (o *Options) logger() *slog.Logger {
@@ -72,8 +75,12 @@ func NewServer(eng *engine.Engine, opts *Options) *sdk.Server {
 	}
 	log := opts.logger()
 	s := &server{eng: eng, log: log}
+	instructions := Instructions
+	if opts != nil && opts.Instructions != "" {
+		instructions += "\n\n" + opts.Instructions
+	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "pem", Title: "pem — Progressive Experience Memory", Version: version},
-		&sdk.ServerOptions{Instructions: Instructions, Logger: log, Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}})
+		&sdk.ServerOptions{Instructions: instructions, Logger: log, Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}})
 	for _, t := range s.tools(opts) {
 		srv.AddTool(t.tool, s.handler(t.tool.Name, t.args, t.run))
 	}
