@@ -86,3 +86,28 @@ func PageOf(domain, pattern string) string {
 	}
 	return u
 }
+
+// Entries returns the views of every entry of domain, sorted by intent key,
+// from one read of the domain: each with its own recall (no page to ask from,
+// so no URL and no Memory section; Entry gives those), its records and
+// evidence. The warnings name files that could not be read.
+func (e *Engine) Entries(ctx context.Context, domain string) ([]*EntryView, []string, error) {
+	entries, warnings, err := e.domainEntries(ctx, domain, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := e.Store.Config(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]*EntryView, 0, len(entries))
+	for _, key := range sortedKeys(entries) {
+		en := entries[key]
+		v := &EntryView{Domain: domain, IntentKey: key, Intent: en.intent, Facts: en.facts, Experience: en.exp,
+			Evidence: en.evidence(), Pending: len(en.pending), Quarantined: en.quarantined,
+			Recall: e.recall(en, NormalizedURL{Domain: domain}, MatchExact, cfg.Policy)}
+		sortEvidence(v.Evidence)
+		out = append(out, v)
+	}
+	return out, warnings, nil
+}
