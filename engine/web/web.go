@@ -130,7 +130,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !s.authorized(r) {
-			s.fail(w, r, fmt.Errorf("%w: send the token pem serve was started with as 'Authorization: Bearer TOKEN' (a browser: open the page once with ?token=TOKEN)", ErrUnauthorized))
+			s.fail(w, r, fmt.Errorf("%w: send the token pem serve was started with, in an Authorization header with the Bearer scheme (a browser: open the page once with ?token= and the token added to its address)", ErrUnauthorized))
 			return
 		}
 	}
@@ -327,6 +327,14 @@ func (s *Server) apiList(r *http.Request) (any, error) {
 	}
 	if req.PageSize, err = intParam(q.Get("page_size"), "page_size", 20); err != nil {
 		return nil, err
+	}
+	// As pem experience list's flags: given, they must be in range (the
+	// engine reads 0 as "the default").
+	if req.Page < 1 {
+		return nil, fmt.Errorf("%w: page %d: pages start at 1", engine.ErrInvalid, req.Page)
+	}
+	if req.PageSize < 1 {
+		return nil, fmt.Errorf("%w: page_size %d: use 1 to %d", engine.ErrInvalid, req.PageSize, engine.MaxPageSize)
 	}
 	return s.eng.List(r.Context(), req)
 }
