@@ -14,6 +14,18 @@ type flag struct {
 	Why  string
 }
 
+// flagWeight orders the entries on the index: the sum of their flags'
+// weights, most serious flag heaviest.
+var flagWeight = map[string]int{"contested": 16, "drifting": 8, "pattern-mismatch": 4, "judged-wrong": 2, "failing": 1}
+
+func weight(fs []flag) int {
+	n := 0
+	for _, f := range fs {
+		n += flagWeight[f.Name]
+	}
+	return n
+}
+
 // recentRuns is how many of an entry's newest runs the flags look at.
 const recentRuns = 5
 

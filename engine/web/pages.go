@@ -114,12 +114,12 @@ func (s *Server) index(ctx context.Context) (*indexData, error) {
 			}
 			dr.Rows = append(dr.Rows, rw)
 		}
-		sort.SliceStable(dr.Rows, func(i, j int) bool { return len(dr.Rows[i].Flags) > len(dr.Rows[j].Flags) })
+		sort.SliceStable(dr.Rows, func(i, j int) bool { return weight(dr.Rows[i].Flags) > weight(dr.Rows[j].Flags) })
 		if len(dr.Rows) > 0 {
 			d.Domains = append(d.Domains, dr)
 		}
 	}
-	sort.SliceStable(d.Flagged, func(i, j int) bool { return len(d.Flagged[i].Flags) > len(d.Flagged[j].Flags) })
+	sort.SliceStable(d.Flagged, func(i, j int) bool { return weight(d.Flagged[i].Flags) > weight(d.Flagged[j].Flags) })
 	if s.o.Reports != nil {
 		rs, err := s.o.Reports(ctx)
 		if err != nil {
