@@ -217,7 +217,7 @@ func TestBrowserServed(t *testing.T) {
 	w.shot(t, "index")
 
 	// Follow the link, as a reader would: one URL per entry.
-	if err := w.p.Timeout(5 * time.Second).MustElement(`tr.entry[data-key="star-count"] a`).Click(proto.InputMouseButtonLeft, 1); err != nil {
+	if err := w.p.Timeout(5*time.Second).MustElement(`tr.entry[data-key="star-count"] a`).Click(proto.InputMouseButtonLeft, 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.p.Timeout(10 * time.Second).WaitLoad(); err != nil {
@@ -230,7 +230,7 @@ func TestBrowserServed(t *testing.T) {
 	w.shot(t, "entry")
 
 	w.goTo(t, srv.URL+"/")
-	if err := w.p.Timeout(5 * time.Second).MustElement(`#reports a`).Click(proto.InputMouseButtonLeft, 1); err != nil {
+	if err := w.p.Timeout(5*time.Second).MustElement(`#reports a`).Click(proto.InputMouseButtonLeft, 1); err != nil {
 		t.Fatal(err)
 	}
 	w.p.Timeout(10 * time.Second).WaitLoad()
@@ -256,7 +256,7 @@ func TestBrowserExported(t *testing.T) {
 	w := open(t)
 	w.goTo(t, "file://"+filepath.Join(dir, "index.html"))
 	checkIndex(t, w, list)
-	if err := w.p.Timeout(5 * time.Second).MustElement(`tr.entry[data-key="star-count"] a`).Click(proto.InputMouseButtonLeft, 1); err != nil {
+	if err := w.p.Timeout(5*time.Second).MustElement(`tr.entry[data-key="star-count"] a`).Click(proto.InputMouseButtonLeft, 1); err != nil {
 		t.Fatal(err)
 	}
 	w.p.Timeout(10 * time.Second).WaitLoad()
