@@ -129,7 +129,7 @@ func pairs(runs []Run) []pair {
 // Each point carries data-arm, data-round and data-value (the number drawn)
 // so that a reader (or a test) can check the figure against the runs.
 func Chart(title string, arms []string, series map[string][]point) template.HTML {
-	const w, h, left, right, top, bottom = 320.0, 180.0, 48.0, 12.0, 24.0, 28.0
+	const w, h, left, right, top, bottom = 320.0, 180.0, 48.0, 28.0, 24.0, 28.0
 	var rounds []int
 	seen := map[int]bool{}
 	hi := 0.0
