@@ -524,6 +524,7 @@ func runDemo(c *cli.Context) error {
 		} else {
 			fmt.Fprintf(out, "knowledge tree: %s\n", dir)
 		}
+		fmt.Fprintf(out, "browse it: %s --knowledge %s serve --http 127.0.0.1:8080, then open http://127.0.0.1:8080/\n", selfName(), dir)
 	}
 	if !ok {
 		return cli.Exit(fmt.Sprintf("demo: %d of %d runs did not succeed (see the table)", tc.Runs+tw.Runs-tc.Successes-tw.Successes, tc.Runs+tw.Runs), exitInternal)
