@@ -191,7 +191,8 @@ func CheckAddr(addr, token string) error {
 func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger, ready func(addr string)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
+		// The address is the caller's choice: bad input, not a failure of pem.
+		return fmt.Errorf("%w: listening on %s: %v: give another --http ADDR (is another server on that port?)", engine.ErrInvalid, addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	if log != nil {
