@@ -254,6 +254,13 @@ func TestWrites(t *testing.T) {
 			t.Errorf("%s: %d %+v, want %d code %d", c.name, got, e, c.status, c.code)
 		}
 	}
+	// The facts patch has the CLI's cap of its own (--facts), under the body's.
+	big := serve(t, tr, web.Options{Write: true})
+	var fe apiErr
+	over := `{"url": "https://example.com/", "facts": {"anti_patterns": ["` + strings.Repeat("x", engine.MaxPatchBytes) + `"]}}`
+	if got := call(t, "POST", big.URL+"/api/traces", "", over, &fe); got != 413 || fe.Code != 2 || !strings.Contains(fe.Error, "facts is over the cap") {
+		t.Errorf("facts over their cap: %d %+v", got, fe)
+	}
 	// A form post (no JSON content type) is refused: no write from another site's form.
 	res2, err := http.Post(rw.URL+"/api/traces", "text/plain", strings.NewReader(body))
 	if err != nil {

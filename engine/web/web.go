@@ -43,8 +43,9 @@ var (
 	ErrWriteDisabled = errors.New("writes are disabled")
 )
 
-// DefaultMaxBody caps a request body: a trace at its cap plus a facts patch.
-const DefaultMaxBody = engine.MaxTraceBytes + 512<<10
+// DefaultMaxBody caps a request body: a trace and a facts patch at their
+// caps, and room for the other fields.
+const DefaultMaxBody = engine.MaxTraceBytes + engine.MaxPatchBytes + 256<<10
 
 // Options are the server's collaborators and settings; nil funcs leave their
 // section out.
@@ -462,6 +463,9 @@ func (s *Server) apiSave(r *http.Request) (any, error) {
 		req.Trace = in
 	}
 	if f := bytes.TrimSpace(b.Facts); len(f) > 0 && string(f) != "null" {
+		if len(f) > engine.MaxPatchBytes {
+			return nil, fmt.Errorf("%w: facts is over the cap of %d bytes: save less", engine.ErrTooLarge, engine.MaxPatchBytes)
+		}
 		p, err := engine.ParsePatch(f)
 		if err != nil {
 			return nil, err
