@@ -122,6 +122,7 @@ const (
 	MaxTraceBytes = 2 << 20
 	MaxSteps      = 500
 	MaxValue      = 16 << 10
+	MaxPatchBytes = 256 << 10 // a facts patch (pem experience save --facts, POST /api/traces), like a facts file on disk
 )
 
 // ParseTraceInput reads trace JSON. Empty input (or "null") is an empty trace.

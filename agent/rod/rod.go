@@ -179,6 +179,11 @@ func (b *Browser) Close() error {
 	return err
 }
 
+// Rod is the go-rod browser underneath, for callers that need the DevTools
+// protocol itself (a test watching the console and the network). Close
+// stays Browser's.
+func (b *Browser) Rod() *gorod.Browser { return b.b }
+
 // PID is Chromium's process id.
 func (b *Browser) PID() int { return b.l.PID() }
 

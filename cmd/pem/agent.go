@@ -561,6 +561,7 @@ func runDemo(c *cli.Context) error {
 		} else {
 			fmt.Fprintf(out, "knowledge tree: %s\n", dir)
 		}
+		fmt.Fprintf(out, "browse it: %s --knowledge %s serve --http 127.0.0.1:8080, then open http://127.0.0.1:8080/\n", selfName(), dir)
 	}
 	if !ok {
 		return cli.Exit(fmt.Sprintf("demo: %d of %d runs did not succeed (see the table)", tc.Runs+tw.Runs-tc.Successes-tw.Successes, tc.Runs+tw.Runs), exitInternal)
@@ -577,12 +578,12 @@ func newBenchCmd() *cli.Command {
 		Description: "Runs the demo tasks for --rounds rounds twice: memory-on (one shared tree, consolidated between\n" +
 			"rounds) and memory-off (the same runs with memory not consulted). Volatile values move every\n" +
 			"round; an answer that repeats last round's value is stale and counts as wrong. Writes\n" +
-			"summary.md and summary.csv to --out: accuracy, steps, planner calls, clicks, extract calls,\n" +
+			"summary.md, summary.csv and report.html (charts, no network) to --out: accuracy, steps, planner calls, clicks, extract calls,\n" +
 			"prompt characters (what a model would have been sent: task + memory + page observation) and\n" +
 			"duration, per round and in total. --planner (default explore) plans what memory does not replay.",
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "rounds per arm"},
-			&cli.StringFlag{Name: "out", Value: "bench", Usage: "`DIR` for summary.md and summary.csv"},
+			&cli.StringFlag{Name: "out", Value: "bench", Usage: "`DIR` for summary.md, summary.csv and report.html"},
 			&cli.StringFlag{Name: "only", Usage: "run only these task `IDS` (comma-separated)"},
 			&cli.BoolFlag{Name: "headful", Usage: "show the browser window"},
 		}, plannerFlags()...),
@@ -642,7 +643,11 @@ func runBench(c *cli.Context) error {
 	if err := os.WriteFile(filepath.Join(outDir, "summary.csv"), csvData, 0o644); err != nil {
 		return err
 	}
+	report := bench.Report(runs, bench.ReportOptions{Planner: c.String("planner"), Generated: time.Now().UTC().Format(time.RFC3339)})
+	if err := os.WriteFile(filepath.Join(outDir, "report.html"), report, 0o644); err != nil {
+		return err
+	}
 	c.App.Writer.Write(md)
-	fmt.Fprintf(c.App.Writer, "\nwrote %s and %s\n", filepath.Join(outDir, "summary.md"), filepath.Join(outDir, "summary.csv"))
+	fmt.Fprintf(c.App.Writer, "\nwrote %s, %s and %s\n", filepath.Join(outDir, "summary.md"), filepath.Join(outDir, "summary.csv"), filepath.Join(outDir, "report.html"))
 	return nil
 }

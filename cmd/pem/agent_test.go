@@ -212,6 +212,10 @@ func TestBenchCommand(t *testing.T) {
 	if err != nil || !strings.HasPrefix(stdout, string(md)) || !strings.Contains(stdout, "wrote "+filepath.Join(out, "summary.md")) {
 		t.Fatalf("summary.md (%v) not what was printed:\n%s", err, stdout)
 	}
+	// report.html beside them: self-contained, a chart per metric.
+	if html, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !strings.Contains(string(html), `data-metric="steps"`) || strings.Contains(string(html), "<script") {
+		t.Errorf("report.html (%v) is not the bench report", err)
+	}
 	csvData, err := os.ReadFile(filepath.Join(out, "summary.csv"))
 	if err != nil {
 		t.Fatal(err)

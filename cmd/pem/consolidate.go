@@ -10,7 +10,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/pemdev/pem/consolidate"
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/engine/web"
 	"github.com/pemdev/pem/store"
 )
 
@@ -127,16 +131,20 @@ func progressPrinter(w io.Writer) consolidate.Progress {
 func newServeCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "run consolidation (and deep-learn) on cron schedules until SIGINT or SIGTERM",
+		Usage: "run consolidation (and deep-learn) on cron schedules, and/or the knowledge browser (--http), until SIGINT or SIGTERM",
 		Description: "Schedules use cron syntax: five fields (\"0 3 * * *\") or descriptors (\"@hourly\", \"@every 10m\").\n" +
 			"Defaults come from pem.yaml (schedules.consolidate, schedules.deep_learn).\n" +
 			"One job runs at a time, under the tree lock, so a manual pem consolidate never overlaps one.\n" +
-			"Logs are structured (slog) on stderr. A signal stops the scheduler after the running job.",
-		Flags: []cli.Flag{
+			"--http ADDR serves the knowledge browser (read-only pages over the tree) and the HTTP API (docs/cli.md);\n" +
+			"with --http, pem.yaml's schedules do not run, only those given as flags. A non-loopback ADDR needs\n" +
+			"--token (or PEM_SERVE_TOKEN); --write accepts saves and verdicts through the API.\n" +
+			"Logs are structured (slog) on stderr. A signal stops the scheduler after the running job and the\n" +
+			"web server after the requests in flight.",
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "consolidate", Usage: "consolidation schedule `SPEC` (default: pem.yaml schedules.consolidate)"},
 			&cli.StringFlag{Name: "deep-learn", Usage: "deep-learn schedule `SPEC` (default: pem.yaml schedules.deep_learn)"},
 			&cli.BoolFlag{Name: "json", Usage: "log JSON lines instead of text"},
-		},
+		}, webFlags()...),
 		Action: runServe,
 	}
 }
@@ -164,8 +172,11 @@ func runServe(c *cli.Context) error {
 	}
 	log := slog.New(h).With("tree", st.Root())
 
+	// With --http, only the schedules given as flags run: serving the
+	// knowledge browser does not start pem.yaml's jobs unasked.
+	addr := c.String("http")
 	spec := c.String("consolidate")
-	if spec == "" {
+	if spec == "" && addr == "" {
 		spec = cfg.Schedules.Consolidate
 	}
 	var jobs []consolidate.Job
@@ -176,7 +187,7 @@ func runServe(c *cli.Context) error {
 		jobs = append(jobs, consolidate.ConsolidateJob(spec, st, consolidate.Options{Logger: log}))
 	}
 	dl := c.String("deep-learn")
-	if dl == "" && deepLearnJob != nil {
+	if dl == "" && deepLearnJob != nil && addr == "" {
 		dl = cfg.Schedules.DeepLearn
 	}
 	if dl != "" {
@@ -190,13 +201,31 @@ func runServe(c *cli.Context) error {
 			return deepLearnJob(ctx, st)
 		}})
 	}
-	if len(jobs) == 0 {
-		return usagef("serve: nothing to schedule: give --consolidate SPEC (pem.yaml has no schedules.consolidate)")
+	if addr == "" && c.Bool("write") {
+		return usagef("serve: --write needs --http ADDR: it enables the HTTP API's writes")
 	}
-	if err := consolidate.Serve(c.Context, jobs, log); err != nil {
-		return err
+	if len(jobs) == 0 && addr == "" {
+		return usagef("serve: nothing to schedule: give --consolidate SPEC (pem.yaml has no schedules.consolidate), or --http ADDR to serve the knowledge browser")
 	}
-	return nil
+	g, ctx := errgroup.WithContext(c.Context)
+	if addr != "" {
+		token := c.String("token")
+		if err := web.CheckAddr(addr, token); err != nil {
+			return &usageError{err: err}
+		}
+		eng := &engine.Engine{Store: st, Writer: hostname()}
+		srv := webServer(c, eng, st.Root(), c.Bool("write"), token)
+		g.Go(func() error {
+			return web.Serve(ctx, addr, srv, log, func(at string) {
+				log.Info("knowledge browser", "url", "http://"+at+"/", "write", c.Bool("write"))
+				fmt.Fprintf(c.App.Writer, "knowledge browser: http://%s/\n", at)
+			})
+		})
+	}
+	if len(jobs) > 0 {
+		g.Go(func() error { return consolidate.Serve(ctx, jobs, log) })
+	}
+	return g.Wait()
 }
 
 func shortHash(h string) string {

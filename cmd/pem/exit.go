@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/pemdev/pem/agent"
 	"github.com/pemdev/pem/agent/llm"
 	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/engine/web"
 	"github.com/pemdev/pem/store/gitrepo"
 )
 
@@ -85,6 +87,8 @@ var exitCodes = []struct {
 	{isAny(gitrepo.ErrContended), exitContended, "run 'pem sync' again, now or later"},
 	{isAny(gitrepo.ErrNoRemote), exitRemote, "'git remote -v' lists the remotes the tree has"},
 	{isAny(llm.ErrAPI), exitRemote, "the model server refused or could not be reached: check the planner's base URL, model and API key ('pem agent run --help') and that the server is up"},
+	{isAny(web.ErrUnauthorized), exitUsage, ""},     // web's message says what to send
+	{isAny(web.ErrWriteDisabled), exitReadOnly, ""}, // web's message names --write
 	{isAny(engine.ErrBadTrace), exitUsage, "fix the trace JSON: its fields are listed by 'pem experience save --help'"},
 	{isAny(engine.ErrBadPatch), exitUsage, "fix the facts patch: its keys are listed by 'pem experience save --help'"},
 	{isUsage, exitUsage, "run the command with --help for usage"},
@@ -141,20 +145,63 @@ func classify(err error) (int, string) {
 // returns its exit code. It adds the one "pem: " prefix: error messages,
 // cli.Exit's included, never start with one of their own.
 func report(stderr io.Writer, err error) int {
+	code, msg := explain(err)
+	if msg != "" {
+		fmt.Fprintf(stderr, "pem: %s\n", msg)
+	}
+	return code
+}
+
+// explain returns err's exit code and its message with the hint of what to
+// do; "" when there is nothing to say (no error, or cli.Exit("", n)).
+func explain(err error) (int, string) {
 	code, hint := classify(err)
 	if err == nil {
-		return code
+		return code, ""
 	}
 	msg := err.Error()
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) && strings.TrimSpace(msg) == "" {
-		return code // cli.Exit("", n): the command already said everything
+		return code, "" // cli.Exit("", n): the command already said everything
 	}
 	if hint != "" && !strings.Contains(msg, ": run ") && !strings.Contains(msg, hint) {
 		msg += ": " + hint
 	}
-	fmt.Fprintf(stderr, "pem: %s\n", msg)
-	return code
+	return code, msg
+}
+
+// httpStatuses give pem serve --http's API answers the HTTP status of each
+// exit code (the body carries the exit code itself); a code not listed is 500.
+var httpStatuses = map[int]int{
+	exitUsage:     http.StatusBadRequest,
+	exitNoTree:    http.StatusServiceUnavailable,
+	exitNotFound:  http.StatusNotFound,
+	exitLocked:    http.StatusConflict,
+	exitUnsafe:    http.StatusBadRequest,
+	exitFrozen:    http.StatusConflict,
+	exitDiskFull:  http.StatusInsufficientStorage,
+	exitReadOnly:  http.StatusForbidden,
+	exitRemote:    http.StatusBadGateway,
+	exitContended: http.StatusServiceUnavailable,
+	exitCancelled: http.StatusServiceUnavailable,
+}
+
+// httpError is an API error's HTTP status, exit code and message: the exit
+// code of the CLI for the same error; a missing or wrong token is 401 and a
+// body over the cap 413, both exit code 2.
+func httpError(err error) (status, code int, msg string) {
+	code, msg = explain(err)
+	status, ok := httpStatuses[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	switch {
+	case errors.Is(err, web.ErrUnauthorized):
+		status = http.StatusUnauthorized
+	case errors.Is(err, engine.ErrTooLarge):
+		status = http.StatusRequestEntityTooLarge
+	}
+	return status, code, msg
 }
 
 // usageError is bad input found by the CLI itself (flags, arguments).

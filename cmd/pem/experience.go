@@ -11,9 +11,6 @@ import (
 
 func init() { register(newExperienceCmd, newMemoryCmd) }
 
-// maxPatchBytes caps a --facts patch, like a facts file on disk.
-const maxPatchBytes = 256 << 10
-
 func newExperienceCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "experience",
@@ -68,7 +65,7 @@ func runSave(c *cli.Context) error {
 		if arg == "-" && traceArg == "-" {
 			return usagef("TRACE_JSON and --facts cannot both read stdin: give one of them as @FILE")
 		}
-		data, err := readArg(c, "--facts", arg, maxPatchBytes)
+		data, err := readArg(c, "--facts", arg, engine.MaxPatchBytes)
 		if err != nil {
 			return err
 		}

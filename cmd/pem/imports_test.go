@@ -22,6 +22,7 @@ const module = "github.com/pemdev/pem/"
 var allowedImports = map[string][]string{
 	"consolidate":      {"store", "store/gitrepo", "deeplearn"}, // the only writer of derived files; deep-learn's pure rules
 	"engine/mcp":       {"deeplearn"},                           // experience_deep_learn
+	"engine/web":       nil,                                     // engine only: history, bench reports and exit codes are handed in by cmd/pem
 	"agent/rod":        {"agent"},                               // implements agent.Browser
 	"agent/llm":        {"agent"},                               // implements agent.Planner
 	"agent/bench":      {"agent", "agent/demosite"},             // the demo and bench harness

@@ -62,8 +62,8 @@ func TestWorkflowsRunPem(t *testing.T) {
 	}
 	for name, wants := range map[string][]string{
 		"ci.yml":              {"make test", "go-version: \"1.26\""},
-		"pem-consolidate.yml": {"schedule:", "consolidate", "diff \"$BEFORE\" HEAD --format markdown", "gh pr create"},
-		"pem-check.yml":       {"pull_request:", "check --pr \"origin/$BASE_REF\""},
+		"pem-consolidate.yml": {"schedule:", "consolidate", "diff \"$BEFORE\" HEAD --format markdown", "gh pr create", "report --html \"$RUNNER_TEMP/pem-report\"", "name: pem-report"},
+		"pem-check.yml":       {"pull_request:", "check --pr \"origin/$BASE_REF\"", "report --html \"$RUNNER_TEMP/pem-report\"", "name: pem-report"},
 		"pem-deep-learn.yml":  {"schedule:", "deep-learn --branch", "gh pr create"},
 	} {
 		text := read(name)
@@ -75,7 +75,7 @@ func TestWorkflowsRunPem(t *testing.T) {
 	}
 	// The flags they use exist.
 	app, _ := newApp(nil, &bytes.Buffer{}, &bytes.Buffer{})
-	flags := map[string][]string{"diff": {"format"}, "check": {"pr"}, "deep-learn": {"branch"}}
+	flags := map[string][]string{"diff": {"format"}, "check": {"pr"}, "deep-learn": {"branch"}, "report": {"html"}}
 	for cmd, names := range flags {
 		var c = app.Command(cmd)
 		if c == nil {
