@@ -69,6 +69,32 @@ type State struct {
 	// SecretNames are the names of the secrets the planner may type as
 	// {{secret:NAME}}, sorted. Never their values.
 	SecretNames []string
+	// Hints is what memory remembers for this task in structured form (the
+	// same knowledge the Memory section renders as text): the remembered
+	// route with its detours removed, the selectors that kept failing, the
+	// recoveries that worked. Empty when Memory is.
+	Hints Hints
+	// Usage is where a model planner adds the tokens its Next call used, as
+	// the model's usage fields report them; Run sums it per run. Planners
+	// with no model leave it zero.
+	Usage Usage
+}
+
+// Hints is memory's structured advice to a planner (State.Hints).
+type Hints struct {
+	// Route is the remembered route's steps (Route, detours removed).
+	Route []engine.Step
+	// AntiPatterns are selectors memory says not to use.
+	AntiPatterns []string
+	// Recoveries are memory's interaction hints and blockers' notes
+	// ("dismiss the overlay with #accept", "wait for the list").
+	Recoveries []string
+}
+
+// Usage counts a model's tokens (State.Usage, RunResult).
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
 }
 
 // Turn is one executed action and its result.

@@ -122,10 +122,16 @@ func formatNum(n int) string {
 // Start serves the site on 127.0.0.1 on a free port until stop is called or
 // ctx ends.
 func (s *Site) Start(ctx context.Context) (baseURL string, stop func(), err error) {
+	return s.StartOn(ctx, "127.0.0.1:0")
+}
+
+// StartOn serves the site on addr (host:port; port 0 picks a free one)
+// until stop is called or ctx ends.
+func (s *Site) StartOn(ctx context.Context, addr string) (baseURL string, stop func(), err error) {
 	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	l, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("demo site: listen: %w", err)
+		return "", nil, fmt.Errorf("demo site: listen on %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})

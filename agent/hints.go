@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"github.com/pemdev/pem/engine"
+)
+
+// hintsOf is the structured advice a planner gets from a recall
+// (State.Hints): the route without its detours, anti-patterns, and the
+// recoveries (interaction hints, blockers' notes and actions).
+func hintsOf(rc *engine.Recall) Hints {
+	var h Hints
+	if rc == nil {
+		return h
+	}
+	h.Route = Route(rc.Steps)
+	h.AntiPatterns = append(h.AntiPatterns, rc.AntiPatterns...)
+	h.Recoveries = append(h.Recoveries, rc.InteractionHints...)
+	for _, b := range rc.KnownBlockers {
+		if b.Selector != "" && b.Action != "" {
+			h.Recoveries = append(h.Recoveries, b.Action+" "+b.Selector)
+		}
+		if b.Note != "" {
+			h.Recoveries = append(h.Recoveries, b.Note)
+		}
+	}
+	return h
+}
+
+// RecalledBlocks names the blocks of memory a recall gave a run, in the
+// order the Memory section renders them: "route", "selectors", "blockers",
+// "anti_patterns", "hints", "answers", "success_condition". P5 gives none.
+func RecalledBlocks(rc *engine.Recall) []string {
+	if rc == nil || rc.Tier == engine.P5 {
+		return nil
+	}
+	var out []string
+	add := func(name string, ok bool) {
+		if ok {
+			out = append(out, name)
+		}
+	}
+	add("route", len(rc.Steps) > 0)
+	add("selectors", len(rc.PrimarySelectors) > 0)
+	add("blockers", len(rc.KnownBlockers) > 0)
+	add("anti_patterns", len(rc.AntiPatterns) > 0)
+	add("hints", len(rc.InteractionHints) > 0)
+	add("answers", len(rc.Answers) > 0)
+	add("success_condition", !rc.SuccessCondition.Empty())
+	return out
+}
+
+// withoutDetours drops the detours of a route: a navigation back to a page
+// the route had already reached makes the steps in between (and the
+// navigation itself) a detour, when those steps only moved between pages
+// (clicks, navigations, scrolls, waits). A detour that typed or read
+// something is kept: a sign-in or a value read there may matter.
+func withoutDetours(route []engine.Step) []engine.Step {
+	out := append([]engine.Step(nil), route...)
+	for changed := true; changed; {
+		changed = false
+		for i := len(out) - 1; i > 0 && !changed; i-- {
+			if out[i].Action != "navigate" {
+				continue
+			}
+			target := firstNonEmpty(out[i].URL, out[i].Value)
+			for j := 0; j < i; j++ {
+				if out[j].URL == "" || !sameURL(out[j].URL, target) {
+					continue
+				}
+				if !onlyMoves(out[j+1 : i]) {
+					break
+				}
+				out = append(out[:j+1], out[i+1:]...)
+				changed = true
+				break
+			}
+		}
+	}
+	for i := range out {
+		out[i].Seq = i + 1
+	}
+	return out
+}
+
+func onlyMoves(steps []engine.Step) bool {
+	for _, s := range steps {
+		switch s.Action {
+		case "click", "navigate", "scroll", "wait":
+		default:
+			return false
+		}
+	}
+	return true
+}
