@@ -12,7 +12,10 @@ func hintsOf(rc *engine.Recall) Hints {
 	if rc == nil {
 		return h
 	}
-	h.Route = Route(rc.Steps)
+	// Another intent's route (an overlap match) is no route for this task.
+	if rc.Match == "" || rc.Match == engine.MatchExact {
+		h.Route = Route(rc.Steps)
+	}
 	h.AntiPatterns = append(h.AntiPatterns, rc.AntiPatterns...)
 	h.Recoveries = append(h.Recoveries, rc.InteractionHints...)
 	for _, b := range rc.KnownBlockers {
@@ -52,8 +55,9 @@ func RecalledBlocks(rc *engine.Recall) []string {
 // withoutDetours drops the detours of a route: a navigation back to a page
 // the route had already reached makes the steps in between (and the
 // navigation itself) a detour, when those steps only moved between pages
-// (clicks, navigations, scrolls, waits). A detour that typed or read
-// something is kept: a sign-in or a value read there may matter.
+// (clicks, navigations, scrolls, waits) or searched (typed a value that is
+// no secret). A detour that signed in or read a value is kept: its cookie
+// or its value may matter.
 func withoutDetours(route []engine.Step) []engine.Step {
 	out := append([]engine.Step(nil), route...)
 	for changed := true; changed; {
@@ -86,6 +90,10 @@ func onlyMoves(steps []engine.Step) bool {
 	for _, s := range steps {
 		switch s.Action {
 		case "click", "navigate", "scroll", "wait":
+		case "type", "press":
+			if len(SecretNamesIn(s.Value)) > 0 || s.Value == engine.Redacted {
+				return false
+			}
 		default:
 			return false
 		}
