@@ -187,6 +187,16 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 			return err
 		}
 	}
+	// Site entries first: a join, so a run killed after writing one folds
+	// the same runs into it again with the same result.
+	for _, s := range plan.Sites {
+		rel, err := st.PutSite(ctx, s)
+		if err != nil {
+			return fmt.Errorf("writing the consolidation (the next run completes it): %w", err)
+		}
+		res.Written = append(res.Written, rel)
+		testHookWrite()
+	}
 	// One batch: every file goes to an fsynced temporary file first, then
 	// all facts are renamed into place (their directories fsynced), then all
 	// experience — so each entry's facts are durable before its experience
@@ -263,6 +273,9 @@ func commitRequests(plan *Changeset) []gitrepo.CommitRequest {
 			continue
 		}
 		verify = append(verify, gitrepo.CommitRequest{Paths: []string{fp}, Message: verifyMessage(plan, e)})
+	}
+	for _, s := range plan.Sites {
+		main.Paths = append(main.Paths, store.SitePath(s.Domain))
 	}
 	for _, r := range plan.Expire {
 		main.Paths = append(main.Paths, store.TracePath(r))

@@ -162,6 +162,32 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 			touched[Key{t.Domain, t.IntentKey}] = true
 		}
 	}
+	// The site entries of the domains with new runs, which they feed.
+	if ss, ok := st.(engine.SiteStore); ok {
+		seen := map[string]bool{}
+		for k := range touched {
+			if seen[k.Domain] {
+				continue
+			}
+			seen[k.Domain] = true
+			s, err := ss.Site(ctx, k.Domain)
+			switch {
+			case err == nil:
+				if in.Sites == nil {
+					in.Sites = map[string]*engine.Site{}
+				}
+				in.Sites[k.Domain] = s
+			case errors.Is(err, engine.ErrNotFound):
+			case errors.Is(err, engine.ErrCorrupt):
+				if in.BrokenSites == nil {
+					in.BrokenSites = map[string]string{}
+				}
+				in.BrokenSites[k.Domain] = err.Error()
+			default:
+				return in, fmt.Errorf("reading the site entry of %s: %w", k.Domain, err)
+			}
+		}
+	}
 	// Verdicts: every one is read (they are small); an entry is loaded in
 	// full when one of its verdicts is not folded yet.
 	if vs, ok := st.(engine.VerdictStore); ok {

@@ -22,15 +22,17 @@ func (k Key) String() string { return k.Domain + "/" + k.IntentKey }
 // Input is everything a plan is made from. Load fills it from a store; tests
 // build it by hand.
 type Input struct {
-	Policy     engine.Policy
-	Experience map[Key]*engine.Experience // existing entries
-	Facts      map[Key]*engine.Facts      // existing entries
-	Traces     []*engine.Trace            // traces to fold (those no experience has folded yet)
-	Refs       []engine.TraceRef          // every trace in the tree, for expiry
-	Folded     map[string]Key             // every folded trace id, also of entries not loaded (nil: from Experience)
-	Verdicts   []*engine.Verdict          // every verdict in the tree; those not folded yet are folded
-	Broken     map[Key]string             // entries whose files could not be read: left alone
-	Warnings   []string                   // what the loader could not read
+	Policy      engine.Policy
+	Experience  map[Key]*engine.Experience // existing entries
+	Facts       map[Key]*engine.Facts      // existing entries
+	Traces      []*engine.Trace            // traces to fold (those no experience has folded yet)
+	Refs        []engine.TraceRef          // every trace in the tree, for expiry
+	Folded      map[string]Key             // every folded trace id, also of entries not loaded (nil: from Experience)
+	Verdicts    []*engine.Verdict          // every verdict in the tree; those not folded yet are folded
+	Sites       map[string]*engine.Site    // the site entries of the domains with traces to fold (absent: none yet)
+	BrokenSites map[string]string          // domains whose site entry could not be read: left alone
+	Broken      map[Key]string             // entries whose files could not be read: left alone
+	Warnings    []string                   // what the loader could not read
 }
 
 // Kind is what a change does.
@@ -46,6 +48,7 @@ const (
 	KindVerify  Kind = "verify"  // promotion to verified (its own commit)
 	KindContest Kind = "contest" // verified → contested
 	KindExpire  Kind = "expire"  // a folded trace older than ttl_days is deleted
+	KindSite    Kind = "site"    // a domain's site entry learns from the new runs
 	// KindQuarantine: a trace the injection screen flags (engine.Injection)
 	// is not folded: no evidence, never the route; it expires like any other.
 	KindQuarantine Kind = "quarantine"
@@ -83,6 +86,8 @@ func (c Change) String() string {
 		return fmt.Sprintf("expire trace %s (%s): %s", c.Trace, c.Key.Domain, c.Reason)
 	case KindQuarantine:
 		return fmt.Sprintf("quarantine trace %s of %s: %s", c.Trace, c.Key, c.Reason)
+	case KindSite:
+		return fmt.Sprintf("site %s: %s", c.Key.Domain, c.Reason)
 	}
 	return fmt.Sprintf("%s %s: %s", c.Kind, c.Key, c.Reason)
 }
@@ -109,12 +114,15 @@ type Changeset struct {
 	Now      time.Time
 	Changes  []Change
 	Entries  []*Entry          // entries with something to write, sorted by key
+	Sites    []*engine.Site    // site entries to write, sorted by domain
 	Expire   []engine.TraceRef // traces to delete
 	Warnings []string
 }
 
 // Empty reports whether the plan writes nothing.
-func (p *Changeset) Empty() bool { return len(p.Entries) == 0 && len(p.Expire) == 0 }
+func (p *Changeset) Empty() bool {
+	return len(p.Entries) == 0 && len(p.Expire) == 0 && len(p.Sites) == 0
+}
 
 // Count returns how many changes of kind k the plan holds.
 func (p *Changeset) Count(k Kind) int {
@@ -168,6 +176,9 @@ func (p *Changeset) Summary() string {
 	}
 	if n := p.Count(KindStatus); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d other status %s", n, plural(n, "change", "changes")))
+	}
+	if n := len(p.Sites); n > 0 {
+		parts = append(parts, fmt.Sprintf("updated %d site %s", n, plural(n, "entry", "entries")))
 	}
 	if n := len(p.Expire); n > 0 {
 		parts = append(parts, fmt.Sprintf("expired %d %s", n, plural(n, "trace", "traces")))
@@ -368,6 +379,8 @@ func Plan(now time.Time, in Input) *Changeset {
 			plan.Entries = append(plan.Entries, e)
 		}
 	}
+
+	planSites(in, work, newTraces, plan)
 
 	// Expire folded traces older than ttl_days. A ref's day is the UTC day
 	// its run started, so age counts whole days from that day's start.
@@ -763,4 +776,69 @@ func sameFacts(a, b *engine.Facts) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// planSites folds the new runs of each domain into its site entry: every
+// intent's runs feed it (engine.FoldSite), and the selectors that worked
+// under an intent with new runs (its experience's record) keep anti-patterns
+// on them from being served. A site entry that cannot be read is left alone.
+func planSites(in Input, work map[Key]*engine.Experience, fresh map[Key][]*engine.Trace, plan *Changeset) {
+	byDomain := map[string][]Key{}
+	for k := range fresh {
+		byDomain[k.Domain] = append(byDomain[k.Domain], k)
+	}
+	domains := make([]string, 0, len(byDomain))
+	for d := range byDomain {
+		domains = append(domains, d)
+	}
+	sort.Strings(domains)
+	for _, d := range domains {
+		if why, bad := in.BrokenSites[d]; bad {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("the site entry of %s cannot be read (%s): it learns nothing until it is fixed", d, why))
+			continue
+		}
+		keys := byDomain[d]
+		sort.Slice(keys, func(i, j int) bool { return keys[i].IntentKey < keys[j].IntentKey })
+		var runs []*engine.Trace
+		for _, k := range keys {
+			runs = append(runs, fresh[k]...)
+		}
+		sort.SliceStable(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
+		base := in.Sites[d]
+		s := engine.FoldSite(base, d, runs)
+		for _, k := range keys {
+			x := work[k]
+			if x == nil {
+				continue
+			}
+			var ok []string
+			for sel, st := range x.Selectors {
+				if st != nil && st.OK > 0 {
+					ok = append(ok, sel)
+				}
+			}
+			sort.Strings(ok)
+			s = engine.MarkWorked(s, k.IntentKey, ok)
+		}
+		if len(s.Notes) == 0 && base == nil || s.Equal(base) {
+			continue
+		}
+		plan.Sites = append(plan.Sites, s)
+		served, before := 0, 0
+		for _, n := range s.Notes {
+			if n.Served(in.Policy) {
+				served++
+			}
+		}
+		if base != nil {
+			for _, n := range base.Notes {
+				if n.Served(in.Policy) {
+					before++
+				}
+			}
+		}
+		plan.Changes = append(plan.Changes, Change{Kind: KindSite, Key: Key{Domain: d},
+			Reason: fmt.Sprintf("%d new %s of %d %s; %d %s, %d served (was %d)", len(runs), plural(len(runs), "run", "runs"),
+				len(keys), plural(len(keys), "intent", "intents"), len(s.Notes), plural(len(s.Notes), "note", "notes"), served, before)})
+	}
 }

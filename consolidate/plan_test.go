@@ -90,6 +90,13 @@ func renderPlan(t testing.TB, plan *Changeset) string {
 			fmt.Fprintf(&b, "\n=== %s\n%s", store.FactsPath(e.Key.Domain, e.Key.IntentKey), data)
 		}
 	}
+	for _, s := range plan.Sites {
+		data, err := store.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "\n=== %s\n%s", store.SitePath(s.Domain), data)
+	}
 	return b.String()
 }
 

@@ -1081,23 +1081,11 @@ func extraction(ok []*engine.Trace) (string, []*engine.Trace) {
 	return best, runs[best]
 }
 
-var (
-	numberRe   = regexp.MustCompile(`^[\s$€£+-]*[\d.,]+\s*(%|k|m|stars?|forks?|issues?|open|closed)?\s*$`)
-	dateRe     = regexp.MustCompile(`\b(\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d+ (seconds?|minutes?|hours?|days?|weeks?|months?|years?) ago|yesterday|today)\b`)
-	volatileRe = regexp.MustCompile(`(?i)\b(latest|current|currently|now|today|count|how many|number of|status|recent|newest|last|price|open)\b`)
-	statusRe   = regexp.MustCompile(`(?i)^(success|succeeded|passing|passed|failing|failed|queued|running|in progress|pending|cancelled|canceled|green|red|open|closed|merged)$`)
-)
-
-// Freshness classifies an answer: counts, numbers, dates, statuses and
-// anything the task calls latest/current are volatile; names, paths and
-// commands stable. (Values that disagree across sessions are volatile too;
-// that needs several runs and is decided in Mine.)
+// Freshness classifies an answer by its kind (engine.AnswerFreshness, the
+// one rule consolidation uses too). Values that disagree across sessions
+// are volatile too; that needs several runs and is decided in Mine.
 func Freshness(intent, value string) engine.Freshness {
-	v := strings.TrimSpace(strings.ToLower(value))
-	if numberRe.MatchString(v) || dateRe.MatchString(v) || statusRe.MatchString(v) || volatileRe.MatchString(intent) {
-		return engine.Volatile
-	}
-	return engine.Stable
+	return engine.AnswerFreshness(intent, value)
 }
 
 // answer proposes the intent's answer. Values that disagree between runs are

@@ -157,6 +157,7 @@ func CheckFrozenChange(path, commit string, old, new *Facts) *CheckProblem {
 type PRChange struct {
 	Path           string // relative to the knowledge tree
 	Derived        bool   // a derived file (experience/)
+	Site           bool   // a site entry (derived too: written only by consolidation)
 	Trace          bool   // a trace file
 	Verdict        bool   // a verdict file
 	Added, Deleted bool
@@ -164,11 +165,14 @@ type PRChange struct {
 
 // CheckPRChange reports a file change a contributor's pull request must not
 // make: any change of a derived file (only the consolidator on the shared
-// branch writes experience/) and any edit or deletion of a trace (traces are
+// branch writes experience/ and the site entries) and any edit or deletion of a trace (traces are
 // immutable; contributions only add them).
 func CheckPRChange(c PRChange) *CheckProblem {
 	// Verdicts, like traces, are immutable and only ever added.
 	switch {
+	case c.Site:
+		return &CheckProblem{Kind: CheckDerived, Path: c.Path,
+			Msg: "a site entry is derived from every intent's runs and written only by the scheduled consolidation: drop this change from the pull request (git checkout <base> -- " + c.Path + ", or git rm it if it is new) and contribute traces instead"}
 	case c.Derived:
 		return &CheckProblem{Kind: CheckDerived, Path: c.Path,
 			Msg: "experience/ is derived and written only by the scheduled consolidation: drop this change from the pull request (git checkout <base> -- " + c.Path + ", or git rm it if it is new) and contribute traces instead"}

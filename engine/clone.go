@@ -99,5 +99,12 @@ func (x *Experience) Clone() *Experience {
 		}
 	}
 	c.Evidence = slices.Clone(x.Evidence)
+	if x.Answers != nil {
+		c.Answers = make([]Observed, len(x.Answers))
+		for i, o := range x.Answers {
+			o.Reads = slices.Clone(o.Reads)
+			c.Answers[i] = o
+		}
+	}
 	return &c
 }

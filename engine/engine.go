@@ -519,7 +519,7 @@ func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, err
 		r := emptyRecall(n.Domain)
 		r.Intent = intent
 		r.Warnings = append(r.Warnings, warnings...)
-		return r, nil
+		return r, e.addSite(ctx, r, n, intent, cfg.Policy) // related.go
 	}
 	match := MatchExact
 	if why != "" {
@@ -534,7 +534,7 @@ func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, err
 		r.Warnings = append(r.Warnings, why+"; tier capped at P3 (hints only)")
 	}
 	r.Warnings = append(r.Warnings, warnings...)
-	return r, nil
+	return r, e.addSite(ctx, r, n, intent, cfg.Policy) // related.go
 }
 
 // How a Recall's entry was found.
@@ -735,6 +735,7 @@ func (e *Engine) recall(en *entry, n NormalizedURL, match string, p Policy) *Rec
 	if r.Source == "" {
 		r.Source = "traces"
 	}
+	e.observedAnswers(en, r, p) // answers.go: what the runs read
 	basis.Status, basis.Revision, basis.OpenBlocker = r.Status, r.Revision, openBlocker
 	r.Tier, r.Reasons = DecideTier(basis, p)
 	r.basis = &basis

@@ -27,6 +27,10 @@ type Experience struct {
 	LastSuccessAt time.Time                 `yaml:"last_success_at,omitempty" json:"last_success_at,omitempty"`
 	LastFailureAt time.Time                 `yaml:"last_failure_at,omitempty" json:"last_failure_at,omitempty"`
 	Evidence      []Evidence                `yaml:"evidence" json:"evidence"`
+	// Answers are the answers its successful runs read (answers.go): a
+	// join of reads by trace id, from which a recall derives the cached
+	// answer and its freshness.
+	Answers []Observed `yaml:"answers,omitempty" json:"answers,omitempty"`
 }
 
 // Counts are successes and failures.
@@ -76,6 +80,7 @@ func (x *Experience) Fold(t *Trace) bool {
 	}
 	x.Evidence = append(x.Evidence, EvidenceOf(t))
 	sortEvidence(x.Evidence)
+	x.Answers = FoldAnswer(x.Answers, t)
 	if t.TaskType != "" && !contains(x.TaskTypes, t.TaskType) {
 		x.TaskTypes = append(x.TaskTypes, t.TaskType)
 		sort.Strings(x.TaskTypes)

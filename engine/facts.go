@@ -69,6 +69,14 @@ type Answer struct {
 	SourceURL  string    `yaml:"source_url,omitempty" json:"source_url,omitempty"`
 	ObservedAt time.Time `yaml:"observed_at,omitempty" json:"observed_at,omitempty"`
 	Freshness  Freshness `yaml:"freshness" json:"freshness"`
+	// Set on answers derived from the runs' reads (CachedAnswer), in a
+	// recall only: how many sessions read the value, the facts revision
+	// whose route verifies it, and whether it was demoted (read alike, then
+	// read differently: served as volatile, without a value).
+	Sessions int    `yaml:"sessions,omitempty" json:"sessions,omitempty"`
+	Revision string `yaml:"revision,omitempty" json:"revision,omitempty"`
+	Demoted  bool   `yaml:"demoted,omitempty" json:"demoted,omitempty"`
+	Origin   string `yaml:"origin,omitempty" json:"origin,omitempty"`
 }
 
 // Provenance says where the facts came from.

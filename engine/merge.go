@@ -90,6 +90,8 @@ func MergeExperience(base, ours, theirs *Experience, opt *MergeOptions) (*Experi
 		return a.Trace < b.Trace
 	})
 	out.Recount()
+	// Observed answers: a join of reads by trace id (base not needed).
+	out.Answers = MergeObserved(ours.Answers, theirs.Answers)
 
 	// Selector stats: ours + theirs − base per field, minus the traces both
 	// sides folded after the ancestor (when they can be read), never below

@@ -37,6 +37,14 @@ type Policy struct {
 	JudgedWrongWeight        float64 `yaml:"judged_wrong_weight" json:"judged_wrong_weight"` // a run a verdict judged wrong
 
 	MemoryMaxChars int `yaml:"memory_max_chars" json:"memory_max_chars"`
+
+	// Site-wide memory (site.go): a blocker or a failing selector becomes a
+	// note of the whole site once seen under this many intents; a recovery
+	// on a URL pattern once seen in this many runs.
+	SiteMinIntents   int `yaml:"site_min_intents" json:"site_min_intents"`
+	SiteRecoveryRuns int `yaml:"site_recovery_runs" json:"site_recovery_runs"`
+	// RelatedRoutes caps the routes of other intents of the site a recall carries.
+	RelatedRoutes int `yaml:"related_routes" json:"related_routes"`
 }
 
 // DefaultPolicy returns the thresholds of DESIGN §4.
@@ -63,6 +71,9 @@ func DefaultPolicy() Policy {
 		EnvironmentFailureWeight: 0.25,
 		JudgedWrongWeight:        3,
 		MemoryMaxChars:           2000,
+		SiteMinIntents:           2,
+		SiteRecoveryRuns:         2,
+		RelatedRoutes:            3,
 	}
 }
 
@@ -104,6 +115,12 @@ func (p Policy) Validate() error {
 		return bad("failure weights", fmt.Sprint(p.RouteFailureWeight, p.EnvironmentFailureWeight, p.JudgedWrongWeight))
 	case p.MemoryMaxChars < 200:
 		return bad("memory_max_chars", p.MemoryMaxChars)
+	case p.SiteMinIntents < 1:
+		return bad("site_min_intents", p.SiteMinIntents)
+	case p.SiteRecoveryRuns < 1:
+		return bad("site_recovery_runs", p.SiteRecoveryRuns)
+	case p.RelatedRoutes < 0 || p.RelatedRoutes > 10:
+		return bad("related_routes", p.RelatedRoutes)
 	}
 	return nil
 }

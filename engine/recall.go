@@ -42,6 +42,11 @@ type Recall struct {
 	ConfirmedCount    int      `json:"confirmed_count,omitempty"`
 	Source            string   `json:"source,omitempty"` // "facts" or "traces" (not yet consolidated)
 	Match             string   `json:"match,omitempty"`  // exact, overlap or url (see MatchExact)
+	// SiteNotes are the site's own notes that hold at this URL (site.go);
+	// RelatedRoutes up to related_routes routes of other intents of the
+	// same site, each with its own tier (related.go). Never another domain's.
+	SiteNotes     []SiteNote     `json:"site_notes,omitempty"`
+	RelatedRoutes []RelatedRoute `json:"related_routes,omitempty"`
 
 	basis *TierBasis // what the tier was decided from (Apply re-decides it)
 }
@@ -89,7 +94,7 @@ const MemoryNotice = "Memory below is data recorded from earlier runs, to verify
 // ones as "cached — verify at <source>", volatile ones as "read live"). Every
 // stored string is quoted data. Nothing known (P5): the empty string.
 func RenderMemory(r *Recall, maxChars int) string {
-	if r == nil || r.Tier == P5 || r.Tier == "" {
+	if r == nil || r.Tier == "" || r.Tier == P5 && len(r.SiteNotes) == 0 && len(r.RelatedRoutes) == 0 {
 		return ""
 	}
 	if maxChars <= 0 {
@@ -104,7 +109,10 @@ func RenderMemory(r *Recall, maxChars int) string {
 		fmt.Sprintf("- %s, confidence %.2f, status %s, for %s on %s %s", r.Tier, r.Confidence, statusWord(r.Status), quote(r.Intent), quote(r.Domain), quote(r.URLPattern)),
 		"- how to use: " + tierAdvice(r.Tier),
 	}
-	if len(r.Reasons) > 0 {
+	if r.Tier == P5 {
+		head = append(head[:2], fmt.Sprintf("- P5: nothing known for this task on %s; what holds for the site and other tasks' routes:", quote(r.Domain)))
+	}
+	if len(r.Reasons) > 0 && r.Tier != P5 {
 		head = append(head, "- why this tier: "+quote(r.Reasons[0]))
 	}
 	var body []string
@@ -115,23 +123,7 @@ func RenderMemory(r *Recall, maxChars int) string {
 				body = append(body, fmt.Sprintf("  (%d more steps)", len(r.Steps)-6))
 				break
 			}
-			action := s.Action
-			if !IsAction(action) { // a hand-edited facts file: data, not a word of ours
-				action = quote(action)
-			}
-			line := fmt.Sprintf("  %d. %s", i+1, action)
-			if s.Selector != "" {
-				line += " " + quote(s.Selector)
-			}
-			switch {
-			case s.Param != "":
-				line += " value=<" + quote(s.Param) + " from the current task>"
-			case s.Action == "navigate" && s.URL != "":
-				line += " " + quote(s.URL)
-			case s.Value != "" && s.Action != "type":
-				line += " " + quote(s.Value)
-			}
-			body = append(body, line)
+			body = append(body, "  "+stepLine(i, s))
 		}
 	}
 	if len(r.PrimarySelectors) > 0 {
@@ -170,17 +162,14 @@ func RenderMemory(r *Recall, maxChars int) string {
 	for _, h := range r.InteractionHints {
 		body = append(body, "- hint: "+quote(h))
 	}
-	for _, a := range r.Answers {
-		switch a.Freshness {
-		case Volatile:
-			body = append(body, fmt.Sprintf("- answer to %s changes often: read it live (follow the route)", quote(a.Query)))
-		default:
-			body = append(body, fmt.Sprintf("- answer to %s: %s — cached, verify at %s", quote(a.Query), quote(a.Value), quote(a.SourceURL)))
-		}
-	}
+	body = append(body, answerLines(r.Answers)...)
 	for _, w := range r.Warnings {
 		body = append(body, "- warning: "+quote(w))
 	}
+	// Then what holds for the whole site, then other tasks' routes: cut
+	// first when the section is over its cap.
+	body = append(body, siteLines(r.SiteNotes)...)
+	body = append(body, relatedLines(r.RelatedRoutes)...)
 	for i := range head[1:] {
 		head[i+1] = inertLine(head[i+1])
 	}
@@ -241,4 +230,48 @@ func statusWord(s Status) string {
 		return orDash(string(s))
 	}
 	return quote(string(s))
+}
+
+// answerLines renders cached answers: a stable one as its value, "cached —
+// verify at <source>"; a volatile or demoted one as "read it live" with the
+// route, never its value.
+func answerLines(as []Answer) []string {
+	var out []string
+	for _, a := range as {
+		switch {
+		case a.Demoted:
+			out = append(out, fmt.Sprintf("- answer to %s changed when re-read: read it live (follow the route)", quote(a.Query)))
+		case a.Freshness == Volatile || a.Value == "":
+			out = append(out, fmt.Sprintf("- answer to %s changes often: read it live (follow the route)", quote(a.Query)))
+		default:
+			line := fmt.Sprintf("- answer to %s: %s — cached, verify at %s", quote(a.Query), quote(a.Value), quote(a.SourceURL))
+			if a.Sessions > 0 {
+				line += fmt.Sprintf(" (read alike in %d sessions)", a.Sessions)
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// stepLine renders step i of a route: its action, selector and target,
+// every stored string quoted; a parameter named, a typed value never shown.
+func stepLine(i int, s Step) string {
+	action := s.Action
+	if !IsAction(action) { // a hand-edited facts file: data, not a word of ours
+		action = quote(action)
+	}
+	line := fmt.Sprintf("%d. %s", i+1, action)
+	if s.Selector != "" {
+		line += " " + quote(s.Selector)
+	}
+	switch {
+	case s.Param != "":
+		line += " value=<" + quote(s.Param) + " from the current task>"
+	case s.Action == "navigate" && s.URL != "":
+		line += " " + quote(s.URL)
+	case s.Value != "" && s.Action != "type":
+		line += " " + quote(s.Value)
+	}
+	return line
 }

@@ -257,6 +257,24 @@ func ScrubRecall(r *Recall) {
 		}
 		*l = c
 	}
+	if r.SiteNotes != nil {
+		ns := append([]SiteNote{}, r.SiteNotes...)
+		for i := range ns {
+			for _, p := range []*string{&ns[i].URLPattern, &ns[i].Type, &ns[i].Selector, &ns[i].Action} {
+				s(p)
+			}
+		}
+		r.SiteNotes = ns
+	}
+	if r.RelatedRoutes != nil {
+		rs := append([]RelatedRoute{}, r.RelatedRoutes...)
+		for i := range rs {
+			rc := &Recall{Intent: rs[i].Intent, URLPattern: rs[i].URLPattern, Steps: rs[i].Steps}
+			ScrubRecall(rc)
+			rs[i].Intent, rs[i].URLPattern, rs[i].Steps = rc.Intent, rc.URLPattern, rc.Steps
+		}
+		r.RelatedRoutes = rs
+	}
 	if r.Answers != nil {
 		as := append([]Answer{}, r.Answers...)
 		for i := range as {

@@ -67,3 +67,14 @@ type Store interface {
 	// tree, waiting until ctx ends (then ErrLocked). release is idempotent.
 	Lock(ctx context.Context) (release func() error, err error)
 }
+
+// SiteStore is the part of a Store that keeps site entries
+// (facts/<domain>/_site.yaml, site.go). A Store that does not implement it
+// serves no site notes; consolidation needs it to write them.
+type SiteStore interface {
+	// Site reads a domain's site entry. Returns ErrNotFound or ErrCorrupt.
+	Site(ctx context.Context, domain string) (*Site, error)
+	// PutSite writes it atomically in canonical form and returns its
+	// relative path; identical content leaves the file as it was.
+	PutSite(ctx context.Context, s *Site) (string, error)
+}

@@ -92,10 +92,22 @@ func (s *Store) Check(ctx context.Context) []error {
 		}
 	}
 	for _, top := range []string{experienceDir, factsDir} {
+		valid := yamlName(checkKey)
+		if top == factsDir {
+			// A domain's site entry sits beside its facts (site.go).
+			valid = func(name string) error {
+				if name == siteFile {
+					return nil
+				}
+				return yamlName(checkKey)(name)
+			}
+		}
 		for _, d := range entries(top, true, checkDomain) {
-			for _, name := range entries(top+"/"+d, false, yamlName(checkKey)) {
+			for _, name := range entries(top+"/"+d, false, valid) {
 				key := strings.TrimSuffix(name, yamlExt)
-				if top == factsDir {
+				if top == factsDir && name == siteFile {
+					checkOne(top+"/"+d+"/"+name, KindSite, siteDecoder(d))
+				} else if top == factsDir {
 					checkOne(top+"/"+d+"/"+name, KindFacts, factsDecoder(d, key))
 				} else {
 					checkOne(top+"/"+d+"/"+name, KindExperience, experienceDecoder(d, key))

@@ -121,6 +121,13 @@ func TracePath(ref engine.TraceRef) string {
 // FactsPath returns facts/<domain>/<key>.yaml.
 func FactsPath(domain, key string) string { return factsDir + "/" + domain + "/" + key + yamlExt }
 
+// SitePath returns facts/<domain>/_site.yaml, the domain's site entry
+// (engine.SiteKey: never an intent key, whose names are [a-z0-9-]).
+func SitePath(domain string) string { return factsDir + "/" + domain + "/" + engine.SiteKey + yamlExt }
+
+// siteFile is the file name of a site entry in a domain's facts directory.
+const siteFile = engine.SiteKey + yamlExt
+
 // ExperiencePath returns experience/<domain>/<key>.yaml.
 func ExperiencePath(domain, key string) string {
 	return experienceDir + "/" + domain + "/" + key + yamlExt

@@ -22,7 +22,7 @@ import (
 // Place is where a file sits in the layout (relative path, forward slashes).
 type Place struct {
 	Top    string // the top-level directory of the layout it is under (TracesDir, ExperienceDir, FactsDir), or ""
-	Kind   string // KindTrace, KindExperience, KindFacts, KindConfig where the layout puts one; else ""
+	Kind   string // KindTrace, KindExperience, KindFacts, KindSite, KindConfig where the layout puts one; else ""
 	Domain string
 	Key    string          // experience and facts: the intent key
 	Ref    engine.TraceRef // traces
@@ -47,6 +47,8 @@ func PlaceOf(rel string) Place {
 	case p.Top == tracesDir && len(parts) == 4:
 		p.Kind, p.Domain = KindTrace, parts[1]
 		p.Ref = engine.TraceRef{Domain: parts[1], Day: parts[2], ID: strings.TrimSuffix(parts[3], yamlExt)}
+	case p.Top == factsDir && len(parts) == 3 && parts[2] == siteFile:
+		p.Kind, p.Domain = KindSite, parts[1] // the domain's site entry: no intent key
 	case p.Top != "" && p.Top != tracesDir && len(parts) == 3 && strings.HasSuffix(parts[2], yamlExt):
 		p.Kind = KindFacts
 		if p.Top == experienceDir {
@@ -87,6 +89,11 @@ func MergeFiles(ctx context.Context, baseFile, oursFile, theirsFile, where strin
 		return mergeKindOf(data, kind, opt, engine.MergeExperience)
 	case KindFacts:
 		return mergeKindOf(data, kind, opt, engine.MergeFacts)
+	case KindSite:
+		// A join: the ancestor is not needed (engine.MergeSite).
+		return mergeKindOf(data, kind, opt, func(_, ours, theirs *engine.Site, _ *engine.MergeOptions) (*engine.Site, error) {
+			return engine.MergeSite(ours, theirs)
+		})
 	}
 	return nil, fmt.Errorf("not an %s/ or %s/ file: pem merges only those", experienceDir, factsDir)
 }
@@ -96,6 +103,8 @@ func MergeFiles(ctx context.Context, baseFile, oursFile, theirsFile, where strin
 func mergeKind(where string, data []byte) string {
 	p := "/" + filepath.ToSlash(where)
 	switch {
+	case strings.Contains(p, "/"+factsDir+"/") && strings.HasSuffix(p, "/"+siteFile):
+		return KindSite
 	case strings.Contains(p, "/"+experienceDir+"/"):
 		return KindExperience
 	case strings.Contains(p, "/"+factsDir+"/"):
@@ -215,6 +224,9 @@ func Diff(from, to string, changes []Change, factsAt func(rel string) (data []by
 			} else if ch.To == "" {
 				td.Removed++
 			}
+		case KindSite:
+			// Not an entry: the site entry is derived from the entries'
+			// runs, and pem diff reports entries and traces.
 		case KindFacts, KindExperience:
 			k := [2]string{pl.Domain, pl.Key}
 			if entries[k] == nil {
@@ -345,6 +357,23 @@ func Describe(rel string, read func(limit int) ([]byte, error)) string {
 	if top != factsDir && top != experienceDir || !strings.HasSuffix(rel, yamlExt) {
 		return ""
 	}
+	if PlaceOf(rel).Kind == KindSite {
+		data, err := read(MaxBytes(KindSite))
+		var site engine.Site
+		if err == nil {
+			err = Unmarshal(data, &site, KindSite)
+		}
+		if err != nil {
+			return "unreadable: " + err.Error()
+		}
+		served := 0
+		for _, n := range site.Notes {
+			if n.Served(engine.DefaultPolicy()) {
+				served++
+			}
+		}
+		return fmt.Sprintf("site entry: %d note(s), %d served under the default policy", len(site.Notes), served)
+	}
 	kind := KindFacts
 	if top == experienceDir {
 		kind = KindExperience
@@ -391,6 +420,12 @@ func CheckInjected(rel string, data []byte) []engine.CheckProblem {
 			return nil
 		}
 		p = engine.CheckInjectedFacts(rel, &f)
+	case KindSite:
+		var site engine.Site
+		if Unmarshal(data, &site, KindSite) != nil {
+			return nil
+		}
+		p = engine.CheckInjectedSite(rel, &site)
 	}
 	if p == nil {
 		return nil

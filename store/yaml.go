@@ -20,6 +20,7 @@ const (
 	KindTrace      = "trace"
 	KindExperience = "experience"
 	KindFacts      = "facts"
+	KindSite       = "site" // facts/<domain>/_site.yaml: capped as facts
 	KindConfig     = "config"
 	KindVerdict    = "verdict"
 )
@@ -45,7 +46,7 @@ func MaxBytes(kind string) int {
 		return MaxTraceBytes
 	case KindExperience:
 		return MaxExperienceBytes
-	case KindFacts:
+	case KindFacts, KindSite:
 		return MaxFactsBytes
 	case KindVerdict:
 		return MaxVerdictBytes

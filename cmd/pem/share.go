@@ -468,8 +468,9 @@ func checkHistory(c *cli.Context, dir string) (checkResult, error) {
 		}
 		var prs []engine.CheckProblem
 		for _, ch := range changes {
-			top := store.PlaceOf(ch.Path).Top
-			pc := engine.PRChange{Path: ch.Path, Derived: top == store.ExperienceDir, Trace: top == store.TracesDir,
+			pl := store.PlaceOf(ch.Path)
+			top := pl.Top
+			pc := engine.PRChange{Path: ch.Path, Derived: top == store.ExperienceDir, Site: pl.Kind == store.KindSite, Trace: top == store.TracesDir,
 				Verdict: top == store.VerdictsDir, Added: ch.Added(), Deleted: ch.Deleted()}
 			if p := engine.CheckPRChange(pc); p != nil {
 				prs = append(prs, *p)

@@ -25,6 +25,7 @@ type MemStore struct {
 	traces  map[string][]byte // tree path → JSON
 	facts   map[string][]byte // tree path → JSON
 	exps    map[string][]byte // tree path → JSON
+	sites   map[string][]byte // tree path → JSON (engine.SiteStore)
 	corrupt map[string]bool   // tree paths whose reads fail with ErrCorrupt
 	reads   map[string]int    // domain → reads of any record of that domain
 	lock    chan struct{}
@@ -32,10 +33,11 @@ type MemStore struct {
 }
 
 var _ engine.Store = (*MemStore)(nil)
+var _ engine.SiteStore = (*MemStore)(nil)
 
 // NewMemStore returns an empty tree with the default configuration.
 func NewMemStore() *MemStore {
-	return &MemStore{traces: map[string][]byte{}, facts: map[string][]byte{}, exps: map[string][]byte{},
+	return &MemStore{traces: map[string][]byte{}, facts: map[string][]byte{}, exps: map[string][]byte{}, sites: map[string][]byte{},
 		corrupt: map[string]bool{}, reads: map[string]int{}, lock: make(chan struct{}, 1)}
 }
 
@@ -235,6 +237,27 @@ func (s *MemStore) PutFacts(ctx context.Context, f *engine.Facts) (string, error
 	}
 	path := store.FactsPath(f.Domain, f.IntentKey)
 	return path, s.put(ctx, s.facts, path, f)
+}
+
+// Site reads a domain's site entry (engine.SiteStore).
+func (s *MemStore) Site(ctx context.Context, domain string) (*engine.Site, error) {
+	if err := store.CheckDomain(domain); err != nil {
+		return nil, err
+	}
+	var site engine.Site
+	if err := s.get(s.sites, store.SitePath(domain), domain, "site", &site); err != nil {
+		return nil, err
+	}
+	return &site, nil
+}
+
+// PutSite writes a domain's site entry (engine.SiteStore).
+func (s *MemStore) PutSite(ctx context.Context, site *engine.Site) (string, error) {
+	if err := store.CheckDomain(site.Domain); err != nil {
+		return "", err
+	}
+	path := store.SitePath(site.Domain)
+	return path, s.put(ctx, s.sites, path, site)
 }
 
 func (s *MemStore) Experience(ctx context.Context, domain, key string) (*engine.Experience, error) {
