@@ -362,7 +362,7 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 			return Action{Tool: "done", Value: v}, nil
 		}
 		if a, ok := routeStep(s, h); ok {
-			return a, nil
+			return withRecovery(s, h, a), nil
 		}
 	}
 	// 2. Search, in the search field meant for what the task searches
@@ -459,7 +459,7 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 			}
 		}
 		if link, _ := bestLink(s, g, h, have); link != nil {
-			return Action{Tool: "click", Selector: link.Selector}, nil
+			return withRecovery(s, h, Action{Tool: "click", Selector: link.Selector}), nil
 		}
 		if weak := g.weakGoal(); len(weak.targets) > 0 && len(s.Blocks) > 0 {
 			// No link carries the task's words: one carrying its general
@@ -700,7 +700,7 @@ func bestLink(s *State, g goal, h seen, have *LabelValue) (*Element, float64) {
 		case isSign:
 			score = 0 // never wander into sign-in or sign-out
 		}
-		if score > 0 && s.Memory != "" && strings.Contains(s.Memory, strconvQuote(e.Selector)) {
+		if score > 0 && memoryUsed(s, e.Selector) {
 			score += 0.25 // memory's hint: the route used this control
 		}
 		if score > bestScore {

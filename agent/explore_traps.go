@@ -151,7 +151,14 @@ func routePos(s *State) int {
 		if p >= len(route) {
 			break
 		}
-		if t.Result.Error != "" || !sameStep(t.Action, route[p]) {
+		if t.Result.Error != "" {
+			continue
+		}
+		switch {
+		case sameStep(t.Action, route[p]):
+		case route[p].Action == "wait" && p+1 < len(route) && sameStep(t.Action, route[p+1]):
+			p++ // the wait was not needed (routeStep skips it when nothing loads)
+		default:
 			continue
 		}
 		p++
@@ -189,6 +196,11 @@ func routeStep(s *State, h seen) (Action, bool) {
 		return Action{}, false
 	}
 	next := route[p]
+	// A remembered wait is needed only while something still loads.
+	for next.Action == "wait" && !loadingHere(s) && p+1 < len(route) {
+		p++
+		next = route[p]
+	}
 	if next.Selector != "" && (h.failed[next.Selector] || anti(s, next.Selector)) {
 		return Action{}, false
 	}
@@ -296,6 +308,80 @@ func echoesSearch(s *State, text string) bool {
 func replayed(s *State) bool {
 	for _, t := range s.History {
 		if t.Replayed {
+			return true
+		}
+	}
+	return false
+}
+
+// recoveryBefore is what memory says to do before acting on sel on this
+// page: the first step of a remembered recovery for it (its URL pattern
+// matching this page) that the run has not done here yet — a wait, or a
+// click on a control that is on the page. ok is false when there is none.
+func recoveryBefore(s *State, h seen, sel string) (Action, bool) {
+	if sel == "" || len(s.Hints.Recoveries) == 0 {
+		return Action{}, false
+	}
+	n, err := engine.NormalizeURL(s.URL)
+	if err != nil {
+		return Action{}, false
+	}
+	cur := normURL(s.URL)
+	for _, rv := range s.Hints.Recoveries {
+		if rv.Action == "" || rv.Selector != sel {
+			continue
+		}
+		if rv.URLPattern != "" {
+			if _, ok := engine.MatchPattern(rv.URLPattern, n); !ok {
+				continue
+			}
+		}
+		for _, part := range strings.Split(rv.Action, ", then ") {
+			f := strings.Fields(part)
+			switch {
+			case len(f) == 1 && f[0] == "wait":
+				if waitedHere(s) == 0 {
+					return Action{Tool: "wait"}, true
+				}
+			case len(f) == 2 && f[0] == "click":
+				if !h.clicked[cur+" "+f[1]] && present(s, f[1]) && !anti(s, f[1]) {
+					return Action{Tool: "click", Selector: f[1]}, true
+				}
+			}
+		}
+	}
+	return Action{}, false
+}
+
+// withRecovery puts a remembered recovery before a click or a typing.
+func withRecovery(s *State, h seen, a Action) Action {
+	if a.Tool != "click" && a.Tool != "type" {
+		return a
+	}
+	if r, ok := recoveryBefore(s, h, a.Selector); ok {
+		return r
+	}
+	return a
+}
+
+// memoryUsed reports whether memory's route for this task used sel: the
+// exact entry's route, or, with none (an overlap match), a selector the
+// Memory section names at P1–P4 — never only another task's related route
+// at P5.
+func memoryUsed(s *State, sel string) bool {
+	for _, st := range s.Hints.Route {
+		if st.Selector == sel {
+			return true
+		}
+	}
+	return len(s.Hints.Route) == 0 && s.Tier != engine.P5 && s.Memory != "" && strings.Contains(s.Memory, strconvQuote(sel))
+}
+
+// loadingHere reports whether a labelled value of the page still reads as
+// loading.
+func loadingHere(s *State) bool {
+	for _, lv := range s.Labels {
+		if placeholder(lv.Value) {
 			return true
 		}
 	}

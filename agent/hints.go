@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"strings"
+
 	"github.com/pemdev/pem/engine"
 )
 
@@ -17,13 +19,23 @@ func hintsOf(rc *engine.Recall) Hints {
 		h.Route = Route(rc.Steps)
 	}
 	h.AntiPatterns = append(h.AntiPatterns, rc.AntiPatterns...)
-	h.Recoveries = append(h.Recoveries, rc.InteractionHints...)
+	for _, n := range rc.InteractionHints {
+		h.Recoveries = append(h.Recoveries, Recovery{Note: n})
+	}
 	for _, b := range rc.KnownBlockers {
-		if b.Selector != "" && b.Action != "" {
-			h.Recoveries = append(h.Recoveries, b.Action+" "+b.Selector)
+		if b.Selector != "" || b.Action != "" || b.Note != "" {
+			h.Recoveries = append(h.Recoveries, Recovery{Selector: b.Selector, Note: strings.TrimSpace(b.Action + " " + b.Note)})
 		}
-		if b.Note != "" {
-			h.Recoveries = append(h.Recoveries, b.Note)
+	}
+	// What holds for the whole site, learned under every intent.
+	for _, n := range rc.SiteNotes {
+		switch n.Kind {
+		case engine.NoteAntiPattern:
+			if n.Selector != "" {
+				h.AntiPatterns = append(h.AntiPatterns, n.Selector)
+			}
+		case engine.NoteRecovery:
+			h.Recoveries = append(h.Recoveries, Recovery{URLPattern: n.URLPattern, Selector: n.Selector, Action: n.Action})
 		}
 	}
 	return h
@@ -31,9 +43,10 @@ func hintsOf(rc *engine.Recall) Hints {
 
 // RecalledBlocks names the blocks of memory a recall gave a run, in the
 // order the Memory section renders them: "route", "selectors", "blockers",
-// "anti_patterns", "hints", "answers", "success_condition". P5 gives none.
+// "anti_patterns", "hints", "answers", "success_condition", then the
+// site's "site_notes" and "related_routes". Nothing known gives none.
 func RecalledBlocks(rc *engine.Recall) []string {
-	if rc == nil || rc.Tier == engine.P5 {
+	if !Recalled(rc) {
 		return nil
 	}
 	var out []string
@@ -49,7 +62,15 @@ func RecalledBlocks(rc *engine.Recall) []string {
 	add("hints", len(rc.InteractionHints) > 0)
 	add("answers", len(rc.Answers) > 0)
 	add("success_condition", !rc.SuccessCondition.Empty())
+	add("site_notes", len(rc.SiteNotes) > 0)
+	add("related_routes", len(rc.RelatedRoutes) > 0)
 	return out
+}
+
+// Recalled reports whether a recall holds anything for the planner: an
+// entry (P1–P4), or at P5 the site's notes or other tasks' routes.
+func Recalled(rc *engine.Recall) bool {
+	return rc != nil && (rc.Tier != engine.P5 && rc.Tier != "" || len(rc.SiteNotes) > 0 || len(rc.RelatedRoutes) > 0)
 }
 
 // withoutDetours drops the detours of a route: a navigation back to a page

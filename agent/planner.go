@@ -86,9 +86,18 @@ type Hints struct {
 	Route []engine.Step
 	// AntiPatterns are selectors memory says not to use.
 	AntiPatterns []string
-	// Recoveries are memory's interaction hints and blockers' notes
-	// ("dismiss the overlay with #accept", "wait for the list").
-	Recoveries []string
+	// Recoveries are what got past a failure before: the site's recovery
+	// notes (on a URL pattern, a step on Selector failed until Action — "wait",
+	// "click #accept" — was done) and the entry's blockers and hints as notes.
+	Recoveries []Recovery
+}
+
+// Recovery is one remembered way past a failure (Hints.Recoveries).
+type Recovery struct {
+	URLPattern string // where it holds; "" everywhere on the site
+	Selector   string // the control whose step failed; "" any
+	Action     string // what got past it: "wait", "scroll", "click SELECTOR", joined by ", then "
+	Note       string // free text (an interaction hint, a blocker's note)
 }
 
 // Usage counts a model's tokens (State.Usage, RunResult).

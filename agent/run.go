@@ -237,7 +237,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 			if len(rc.Reasons) > 0 {
 				r.logf("memory tier: %s", rc.Reasons[0])
 			}
-			if rc.Tier != engine.P5 {
+			if Recalled(rc) {
 				r.memory = Scrub(engine.RenderMemory(rc, r.cfg.MemoryChars), r.cfg.Secrets)
 				r.hints = hintsOf(rc)
 				res.Recalled = RecalledBlocks(rc)
