@@ -36,7 +36,7 @@ var (
 	commandRe = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,2}command\b|\bcommand\s+(?:to|that|for)\b`)
 	whoRe     = regexp.MustCompile(`(?i)^\s*who\b|\bwho\s+(?:is|are|was|were|wrote|created|made|maintains|owns)\b`)
 	whyRe     = regexp.MustCompile(`(?i)^\s*(?:why|how\s+(?:do|does|can|should|to))\b`)
-	emailRe   = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,3}e-?mail\b|\be-?mail\s+address\b`)
+	emailRe   = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,5}e-?mail\b|\be-?mail\s+address\b`)
 )
 
 // AskedType reads the answer type a task asks for; AnyAnswer when unclear.

@@ -66,6 +66,9 @@ func placeholder(v string) bool {
 	if v == "" || v == "…" || v == "..." || v == "-" || v == "—" {
 		return true
 	}
+	if len(strings.Fields(v)) > 4 {
+		return false // a sentence, not a placeholder
+	}
 	for _, w := range stems(v) {
 		if loadingWords[w] {
 			return true
