@@ -274,7 +274,7 @@ func TestBenchOpenAIPlanner(t *testing.T) {
 		t.Errorf("warm memory-on: tier %s, %d planner calls, %d prompts with a Memory section", w.Tier, w.PlannerCalls, fake.memory)
 	}
 	md, csvData := Summary(runs, Info{Planner: "openai (fake-1)", Site: "demo site", Rounds: 2})
-	if !strings.Contains(string(md), "Planner: openai (fake-1).") || !strings.Contains(string(csvData), fmt.Sprintf(",openai (fake-1),demo site,off,total,,2,1.000,0,0,")) {
+	if !strings.Contains(string(md), "Planner: openai (fake-1).") || !strings.Contains(string(csvData), ",openai (fake-1),demo site,off,total,,,2,1.000,0,0,") {
 		t.Errorf("summary:\n%s\n%s", md, csvData)
 	}
 }

@@ -154,7 +154,7 @@ func Compare(on, off Totals) Ratios {
 		OutputTokens: f(on.OutputTokens, off.OutputTokens), Seconds: ratio(on.Seconds, off.Seconds)}
 }
 
-var csvHeader = []string{"kind", "planner", "site", "memory", "round", "task", "runs", "accuracy", "stale", "harm", "steps", "planner_calls",
+var csvHeader = []string{"kind", "planner", "site", "memory", "round", "task", "volatile", "runs", "accuracy", "stale", "harm", "steps", "planner_calls",
 	"input_tokens", "output_tokens", "prompt_chars", "clicks", "extract_calls", "search_calls", "seconds", "tier", "recall_tier", "recalled", "answer", "error"}
 
 // Summary renders pem bench's summary.md and summary.csv. The CSV has one
@@ -195,7 +195,7 @@ func Summary(runs []Run, info Info) (md, csvData []byte) {
 		return 0
 	}
 	for _, r := range runs {
-		cw.Write([]string{"run", info.Planner, info.Site, r.Memory, fmt.Sprint(r.Round), r.Task, "1", fmt.Sprintf("%d", b2i(r.Success)),
+		cw.Write([]string{"run", info.Planner, info.Site, r.Memory, fmt.Sprint(r.Round), r.Task, fmt.Sprint(b2i(r.Volatile)), "1", fmt.Sprintf("%d", b2i(r.Success)),
 			fmt.Sprint(b2i(r.Stale)), fmt.Sprint(b2i(r.Harm)), fmt.Sprint(r.Steps), fmt.Sprint(r.PlannerCalls), fmt.Sprint(r.InputTokens),
 			fmt.Sprint(r.OutputTokens), fmt.Sprint(r.PromptChars), fmt.Sprint(r.Clicks), fmt.Sprint(r.Extracts), fmt.Sprint(r.Searches),
 			fmt.Sprintf("%.3f", r.Seconds), string(r.Tier), string(r.RecallTier), strings.Join(r.Recalled, " "), OneLine(r.Answer, 200), OneLine(r.Error, 200)})
@@ -214,7 +214,7 @@ func Summary(runs []Run, info Info) (md, csvData []byte) {
 		}
 		fmt.Fprintf(&mb, "| %s | %s | %d | %.0f%% | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %.2f |\n", k.arm, round, t.Runs, 100*t.Accuracy, t.Stale, t.Harm,
 			t.Steps, t.PlannerCalls, t.InputTokens, t.OutputTokens, t.PromptChars, t.Clicks, t.Extracts, t.Searches, t.Seconds)
-		cw.Write([]string{kind, info.Planner, info.Site, k.arm, round, "", fmt.Sprint(t.Runs), fmt.Sprintf("%.3f", t.Accuracy), fmt.Sprint(t.Stale),
+		cw.Write([]string{kind, info.Planner, info.Site, k.arm, round, "", "", fmt.Sprint(t.Runs), fmt.Sprintf("%.3f", t.Accuracy), fmt.Sprint(t.Stale),
 			fmt.Sprint(t.Harm), fmt.Sprint(t.Steps), fmt.Sprint(t.PlannerCalls), fmt.Sprint(t.InputTokens), fmt.Sprint(t.OutputTokens),
 			fmt.Sprint(t.PromptChars), fmt.Sprint(t.Clicks), fmt.Sprint(t.Extracts), fmt.Sprint(t.Searches), fmt.Sprintf("%.3f", t.Seconds), "", "", "", "", ""})
 	}
