@@ -453,7 +453,7 @@ func newDemoCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the runs and totals as JSON"},
 			&cli.IntFlag{Name: "rounds", Value: 2, Usage: "rounds: 1 cold, then warm"},
-			&cli.StringFlag{Name: "variant", Value: demosite.Stable, Usage: "markup of the warm rounds: stable or drift (ids and classes renamed)"},
+			&cli.StringFlag{Name: "variant", Value: demosite.Stable, Usage: "markup of the warm rounds (with --serve: of the site): stable or drift (ids and classes renamed)"},
 			&cli.StringFlag{Name: "only", Usage: "run only these task `IDS` (comma-separated)"},
 			&cli.BoolFlag{Name: "headful", Usage: "show the browser window"},
 			&cli.StringFlag{Name: "serve", Usage: "only serve the demo site on `ADDR` (host:port, e.g. 127.0.0.1:8080) until interrupted; runs nothing"},
