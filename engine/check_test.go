@@ -124,9 +124,12 @@ func TestCheckPRChange(t *testing.T) {
 		{"experience/example.com/find-stars.yaml", true, false, false, false, false, CheckDerived},
 		{"facts/example.com/find-stars.yaml", false, false, false, false, false, ""},
 		{"pem.yaml", false, false, false, false, false, ""},
+		{"facts/example.com/_site.yaml", false, false, false, false, false, CheckDerived}, // site: set below
+		{"facts/example.com/_site.yaml", false, false, false, true, false, CheckDerived},
 	}
 	for _, c := range cases {
-		p := CheckPRChange(PRChange{Path: c.path, Derived: c.derived, Trace: c.trace, Verdict: c.verdict, Added: c.added, Deleted: c.deleted})
+		site := strings.HasSuffix(c.path, "/_site.yaml")
+		p := CheckPRChange(PRChange{Path: c.path, Derived: c.derived, Site: site, Trace: c.trace, Verdict: c.verdict, Added: c.added, Deleted: c.deleted})
 		got := ""
 		if p != nil {
 			got = p.Kind

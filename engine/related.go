@@ -29,12 +29,8 @@ type RelatedRoute struct {
 }
 
 // maxRelatedCandidates bounds the other entries a query decodes to find its
-// related routes: the best by intent overlap, or all of a small domain (to
-// compare URL patterns).
-const (
-	maxRelatedCandidates = 8
-	smallDomain          = 24
-)
+// related routes: the best by the words of their intent keys.
+const maxRelatedCandidates = 4
 
 // addSite adds the site's notes and related routes to r, the recall of the
 // query (n, intent). A site entry or a related entry that cannot be read is
@@ -61,7 +57,10 @@ func (e *Engine) addSite(ctx context.Context, r *Recall, n NormalizedURL, intent
 			return err
 		}
 	}
-	if p.RelatedRoutes <= 0 {
+	// Related routes are for a task memory cannot replay: a recall at P1 or
+	// P2 has its own route, and a query that reads other tasks' files on the
+	// hot path would cost every replay (docs/performance.md, "Query").
+	if p.RelatedRoutes <= 0 || r.Tier == P1 || r.Tier == P2 || strings.TrimSpace(intent) == "" {
 		return nil
 	}
 	keys, err := e.Store.FactsKeys(ctx, n.Domain)
@@ -77,11 +76,8 @@ func (e *Engine) addSite(ctx context.Context, r *Recall, n NormalizedURL, intent
 		if k == r.IntentKey {
 			continue
 		}
-		sc := 0.0
-		if strings.TrimSpace(intent) != "" {
-			sc = IntentScore(intent, strings.ReplaceAll(k, "-", " ")) // the key's words; the file tells the intent
-		}
-		if sc > 0 || len(keys) <= smallDomain {
+		// The key's words (the file tells the intent): a cheap first cut.
+		if sc := IntentScore(intent, strings.ReplaceAll(k, "-", " ")); sc > 0 {
 			cands = append(cands, cand{k, sc})
 		}
 	}
@@ -102,7 +98,7 @@ func (e *Engine) addSite(ctx context.Context, r *Recall, n NormalizedURL, intent
 		default:
 			return err
 		}
-		if rr != nil && (rr.Overlap > 0 || rr.OnPage) {
+		if rr != nil && rr.Overlap > 0 {
 			routes = append(routes, *rr)
 		}
 	}
@@ -158,9 +154,7 @@ func (e *Engine) related(ctx context.Context, n NormalizedURL, key, intent strin
 	rr := &RelatedRoute{Intent: f.Intent, IntentKey: key, Tier: rec.Tier, Confidence: rec.Confidence, Status: rec.Status,
 		URLPattern: rec.URLPattern, OnPage: rec.basis != nil && rec.basis.PatternOK && rec.basis.QueryPattern != "" && len(rec.basis.Patterns) > 0,
 		Steps: append([]Step(nil), f.Steps...), Reasons: rec.Reasons}
-	if strings.TrimSpace(intent) != "" {
-		rr.Overlap = round2(IntentScore(intent, f.Intent))
-	}
+	rr.Overlap = round2(IntentScore(intent, f.Intent))
 	return rr, nil
 }
 

@@ -490,7 +490,7 @@ func TestShippedKnowledgeTree(t *testing.T) {
 
 // The YAML examples of docs/data-model.md are read by the store's strict
 // reader as what they claim to be: pem.yaml, a trace, an experience, a
-// verdict, facts.
+// verdict, facts, a site entry.
 func TestDataModelExamples(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/data-model.md")
 	if err != nil {
@@ -500,18 +500,19 @@ func TestDataModelExamples(t *testing.T) {
 	for _, part := range strings.Split(string(doc), "```yaml\n")[1:] {
 		blocks = append(blocks, part[:strings.Index(part, "```")])
 	}
-	if len(blocks) != 5 {
-		t.Fatalf("docs/data-model.md has %d yaml examples, want 5 (pem.yaml, trace, experience, verdict, facts)", len(blocks))
+	if len(blocks) != 6 {
+		t.Fatalf("docs/data-model.md has %d yaml examples, want 6 (pem.yaml, trace, experience, verdict, facts, site entry)", len(blocks))
 	}
 	var cfg engine.Config
 	var tr engine.Trace
 	var x engine.Experience
 	var v engine.Verdict
 	var f engine.Facts
+	var site engine.Site
 	targets := []struct {
 		v    any
 		kind string
-	}{{&cfg, store.KindConfig}, {&tr, store.KindTrace}, {&x, store.KindExperience}, {&v, store.KindVerdict}, {&f, store.KindFacts}}
+	}{{&cfg, store.KindConfig}, {&tr, store.KindTrace}, {&x, store.KindExperience}, {&v, store.KindVerdict}, {&f, store.KindFacts}, {&site, store.KindSite}}
 	for i, tg := range targets {
 		if err := store.Unmarshal([]byte(blocks[i]), tg.v, tg.kind); err != nil {
 			t.Errorf("example %d (%s): %v", i+1, tg.kind, err)
@@ -535,6 +536,19 @@ func TestDataModelExamples(t *testing.T) {
 		if !engine.ValidTraceID(ev.Trace) {
 			t.Errorf("experience example: bad trace id %q", ev.Trace)
 		}
+	}
+	for _, n := range site.Notes {
+		for _, id := range n.Traces {
+			if !engine.ValidTraceID(id) {
+				t.Errorf("site example: bad trace id %q", id)
+			}
+		}
+		if !n.Served(engine.DefaultPolicy()) {
+			t.Errorf("site example: note %+v is not served under the default policy", n)
+		}
+	}
+	if again := engine.FoldSite(&site, site.Domain, nil); !again.Equal(&site) {
+		t.Errorf("the site example is not in the canonical order consolidation writes")
 	}
 	if !engine.ValidTraceID(v.Trace) || !v.Verdict.Valid() || v.Judge != engine.JudgeKey(v.Judge) {
 		t.Errorf("the verdict example is not one pem would write: %+v", v)

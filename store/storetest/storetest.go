@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"LockExclusion", testLockExclusion},
 		{"ResaveUnchanged", testResaveUnchanged},
 		{"CallerOwnsRecords", testCallerOwnsRecords},
+		{"SiteEntry", testSiteEntry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -236,6 +237,44 @@ func testFactsRoundTrip(t *testing.T, s engine.Store) {
 	}
 	if got.Status != engine.Verified {
 		t.Errorf("after PutFacts of a changed entry, status = %q, want verified", got.Status)
+	}
+}
+
+// testSiteEntry: a store that keeps site entries (engine.SiteStore) round-
+// trips one, answers ErrNotFound for a domain without one, refuses an unsafe
+// domain, and never lists the entry as an intent of the domain.
+func testSiteEntry(t *testing.T, s engine.Store) {
+	ss, ok := s.(engine.SiteStore)
+	if !ok {
+		t.Skip("this store keeps no site entries (engine.SiteStore is optional)")
+	}
+	ctx := ctxT(t)
+	if _, err := ss.Site(ctx, "example.com"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("Site of a domain without one: %v, want ErrNotFound", err)
+	}
+	site := &engine.Site{Format: engine.Format, Domain: "example.com", Notes: []engine.SiteNote{{Kind: engine.NoteBlocker,
+		Type: "anti_bot", Intents: []string{"a", "b"}, Traces: []string{NewTrace("example.com", "a", base, 1).ID}, LastSeen: base}}}
+	p, err := ss.PutSite(ctx, site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "facts/example.com/_site.yaml"; p != want {
+		t.Errorf("PutSite path = %q, want %q", p, want)
+	}
+	got, err := ss.Site(ctx, "example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "site", got, site)
+	if _, err := s.PutFacts(ctx, NewFacts("example.com", "count the stars")); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.FactsKeys(ctx, "example.com")
+	if err != nil || len(keys) != 1 || keys[0] != "count-the-stars" {
+		t.Errorf("FactsKeys = %v (%v), want only the intent", keys, err)
+	}
+	if _, err := ss.PutSite(ctx, &engine.Site{Format: engine.Format, Domain: "../etc"}); !errors.Is(err, engine.ErrUnsafePath) {
+		t.Errorf("PutSite of an unsafe domain: %v, want ErrUnsafePath", err)
 	}
 }
 
