@@ -26,6 +26,7 @@ const (
 	CommandAnswer AnswerType = "command" // what command: code-like text
 	NameAnswer    AnswerType = "name"    // who
 	ExplainAnswer AnswerType = "explain" // why, how to: free text
+	EmailAnswer   AnswerType = "email"   // what email address
 )
 
 var (
@@ -35,6 +36,7 @@ var (
 	commandRe = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,2}command\b|\bcommand\s+(?:to|that|for)\b`)
 	whoRe     = regexp.MustCompile(`(?i)^\s*who\b|\bwho\s+(?:is|are|was|were|wrote|created|made|maintains|owns)\b`)
 	whyRe     = regexp.MustCompile(`(?i)^\s*(?:why|how\s+(?:do|does|can|should|to))\b`)
+	emailRe   = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,5}e-?mail\b|\be-?mail\s+address\b`)
 )
 
 // AskedType reads the answer type a task asks for; AnyAnswer when unclear.
@@ -45,7 +47,7 @@ func AskedType(task string) AnswerType {
 	for _, c := range []struct {
 		re *regexp.Regexp
 		t  AnswerType
-	}{{howManyRe, NumberAnswer}, {whenRe, DateAnswer}, {versionRe, VersionAnswer}, {commandRe, CommandAnswer}, {whoRe, NameAnswer}, {whyRe, ExplainAnswer}} {
+	}{{howManyRe, NumberAnswer}, {whenRe, DateAnswer}, {versionRe, VersionAnswer}, {commandRe, CommandAnswer}, {whoRe, NameAnswer}, {whyRe, ExplainAnswer}, {emailRe, EmailAnswer}} {
 		if loc := c.re.FindStringIndex(task); loc != nil && loc[0] < at {
 			best, at = c.t, loc[0]
 		}
@@ -59,6 +61,7 @@ var (
 	numberTok  = regexp.MustCompile(`\d[\d,.]*`)
 	promptRe   = regexp.MustCompile(`^(?:\$|>|#|%|PS>|C:\\>)\s+`)
 	cmdHeadRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*$`)
+	emailTok   = regexp.MustCompile(`[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+`)
 )
 
 // ValuesOf returns the values of type t in s (versions, dates, numbers,
@@ -82,6 +85,8 @@ func ValuesOf(t AnswerType, s string) []string {
 		return dateTok.FindAllString(s, -1)
 	case NumberAnswer:
 		return numberTok.FindAllString(s, -1)
+	case EmailAnswer:
+		return emailTok.FindAllString(s, -1)
 	case NameAnswer:
 		// A name-like value: a short phrase (a person, a handle, a user
 		// name), never a sentence.

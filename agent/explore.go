@@ -249,6 +249,7 @@ func readHistory(s *State, g goal) seen {
 	cur := normURL(s.URL)
 	h.visited[cur] = true
 	prev := ""
+	covered := map[string]string{} // selector → page where a click on it was covered
 	for _, t := range s.History {
 		u := normURL(t.URL)
 		h.visited[u] = true
@@ -258,11 +259,22 @@ func readHistory(s *State, g goal) seen {
 		a := t.Action
 		ok := t.Result.Error == ""
 		if !ok && a.Selector != "" && !t.Replayed {
-			h.failed[a.Selector] = true // a replayed miss may be a slow page: the elements say
+			if a.Tool == "click" && isCovered(t.Result.Error) {
+				covered[a.Selector] = prev // fails until something on that page is dismissed
+			} else {
+				h.failed[a.Selector] = true // a replayed miss may be a slow page: the elements say
+			}
 		}
 		switch a.Tool {
 		case "click":
-			h.clicked[prev+" "+a.Selector] = true
+			if ok {
+				h.clicked[prev+" "+a.Selector] = true
+				for sel, page := range covered {
+					if page == prev && sel != a.Selector {
+						delete(covered, sel) // a click on the same page (a dismissal) uncovered it
+					}
+				}
+			}
 		case "type":
 			if ok && len(SecretNamesIn(a.Value)) > 0 && a.Submit {
 				h.signedIn = true
@@ -272,6 +284,9 @@ func readHistory(s *State, g goal) seen {
 			}
 		}
 		prev = u
+	}
+	for sel := range covered {
+		h.failed[sel] = true
 	}
 	// What was done on the current page: the trailing turns that ended here.
 	start := len(s.History)
@@ -284,6 +299,9 @@ func readHistory(s *State, g goal) seen {
 			continue
 		}
 		switch a.Tool {
+		case "wait":
+			// Values read before a wait may have changed since.
+			h.here, h.order = map[string]string{}, nil
 		case "extract":
 			key := a.Value
 			if a.Selector != "" {
@@ -330,10 +348,31 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 			return Action{Tool: "type", Selector: pw.Selector, Value: engine.SecretPlaceholder(name), Submit: true}, nil
 		}
 	}
-	// 2. Search.
+	// An overlay covered the last click: dismiss it (the click is retried
+	// on the next turn).
+	if _, ok := coveredFailure(s); ok && !last {
+		if d := dismissControl(s, h); d != nil {
+			return Action{Tool: "click", Selector: d.Selector}, nil
+		}
+	}
+	// Memory's route: its next step from this page, while it fits the page
+	// (a missing control or a failure hands back to exploring).
+	if !signing && !last && !replayed(s) {
+		if v, ok := routeDone(s, h); ok {
+			return Action{Tool: "done", Value: v}, nil
+		}
+		if a, ok := routeStep(s, h); ok {
+			return withRecovery(s, h, a), nil
+		}
+	}
+	// 2. Search, in the search field meant for what the task searches
+	// (its label or placeholder names it); a field for something else only
+	// when no link leads to what the task names.
 	if g.query != "" && !h.searched && !signing {
-		if f := findSearch(s.Elements); f != nil && !h.failed[f.Selector] {
-			return Action{Tool: "type", Selector: f.Selector, Value: g.query, Submit: true}, nil
+		if f, fits := searchFieldFor(s.Elements, g); f != nil && !h.failed[f.Selector] {
+			if link, _ := bestLink(s, g, h, nil); fits || link == nil {
+				return Action{Tool: "type", Selector: f.Selector, Value: g.query, Submit: true}, nil
+			}
 		}
 	}
 	// 3. Items of a list: their texts when the task asks for titles or
@@ -375,7 +414,11 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 	// partial value.
 	best, full, asked := bestValue(s.Labels, g)
 	answer := func(lv LabelValue) Action {
-		if v, ok := h.here[lv.Label]; ok {
+		v, ok := h.here[lv.Label]
+		if (!ok && placeholder(lv.Value) || ok && placeholder(v)) && waitedHere(s) < 3 && !last {
+			return Action{Tool: "wait", Amount: DefaultWait} // still loading: wait, then read again
+		}
+		if ok {
 			return Action{Tool: "done", Value: v}
 		}
 		return Action{Tool: "extract", Value: lv.Label}
@@ -408,8 +451,15 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 		if !asked {
 			have = nil // a value of the other words only does not stop the search
 		}
+		// The item the task names (a version, an id) is not on this page
+		// of a paginated list: the next page.
+		if len(g.literals) > 0 && !literalOnPage(s, g) && !(best != nil && full) {
+			if next := nextPage(s, h); next != nil {
+				return Action{Tool: "click", Selector: next.Selector}, nil
+			}
+		}
 		if link, _ := bestLink(s, g, h, have); link != nil {
-			return Action{Tool: "click", Selector: link.Selector}, nil
+			return withRecovery(s, h, Action{Tool: "click", Selector: link.Selector}), nil
 		}
 		if weak := g.weakGoal(); len(weak.targets) > 0 && len(s.Blocks) > 0 {
 			// No link carries the task's words: one carrying its general
@@ -585,7 +635,7 @@ func bestLink(s *State, g goal, h seen, have *LabelValue) (*Element, float64) {
 	bestScore := 0.0
 	for i := range s.Elements {
 		e := &s.Elements[i]
-		if !e.Visible || !clickable(e) || h.failed[e.Selector] || h.clicked[cur+" "+e.Selector] {
+		if !e.Visible || !clickable(e) || h.failed[e.Selector] || h.clicked[cur+" "+e.Selector] || anti(s, e.Selector) {
 			continue
 		}
 		if e.Href != "" {
@@ -650,7 +700,7 @@ func bestLink(s *State, g goal, h seen, have *LabelValue) (*Element, float64) {
 		case isSign:
 			score = 0 // never wander into sign-in or sign-out
 		}
-		if score > 0 && s.Memory != "" && strings.Contains(s.Memory, strconvQuote(e.Selector)) {
+		if score > 0 && memoryUsed(s, e.Selector) {
 			score += 0.25 // memory's hint: the route used this control
 		}
 		if score > bestScore {
@@ -884,22 +934,59 @@ func pickSecret(names []string, g goal) string {
 	return ""
 }
 
+// searchFieldFor is the search field to search for the task in: the first
+// whose label, placeholder or name carries one of the task's target words
+// or names nothing in particular ("Search", "Search or jump to…") — it
+// fits; else the first search field, which searches something else ("Search
+// issues" for a task about discussions) and does not fit; else nil.
+func searchFieldFor(els []Element, g goal) (*Element, bool) {
+	var first *Element
+	for i := range els {
+		e := &els[i]
+		if !isSearchField(e) {
+			continue
+		}
+		if first == nil {
+			first = e
+		}
+		named := false
+		for _, t := range contentStems(e.Label + " " + e.Placeholder) {
+			if contains(g.targets, t) {
+				return e, true
+			}
+			if !searchWordsSet[t] {
+				named = true
+			}
+		}
+		if !named {
+			return e, true
+		}
+	}
+	return first, false
+}
+
+// searchWordsSet are the words of a search field that name no content.
+var searchWordsSet = setOf("search", "find", "query", "site", "jump", "type", "enter", "keyword", "keywords", "term", "terms", "here", "or", "everything", "…", "quick")
+
 // findSearch is a search field: type=search, role=searchbox, name q/query/
 // search, or a placeholder or label saying search.
 func findSearch(els []Element) *Element {
 	for i := range els {
-		e := &els[i]
-		if !e.Visible || (e.Tag != "input" && e.Tag != "textarea") {
-			continue
-		}
-		t := strings.ToLower(e.Type)
-		n := strings.ToLower(e.Name)
-		if t == "search" || e.Role == "searchbox" || n == "q" || n == "query" || n == "search" || n == "s" ||
-			strings.Contains(strings.ToLower(e.Placeholder+" "+e.Label), "search") {
-			return e
+		if isSearchField(&els[i]) {
+			return &els[i]
 		}
 	}
 	return nil
+}
+
+func isSearchField(e *Element) bool {
+	if !e.Visible || (e.Tag != "input" && e.Tag != "textarea") {
+		return false
+	}
+	t := strings.ToLower(e.Type)
+	n := strings.ToLower(e.Name)
+	return t == "search" || e.Role == "searchbox" || n == "q" || n == "query" || n == "search" || n == "s" ||
+		strings.Contains(strings.ToLower(e.Placeholder+" "+e.Label), "search")
 }
 
 func contentStems(s string) []string {

@@ -69,6 +69,41 @@ type State struct {
 	// SecretNames are the names of the secrets the planner may type as
 	// {{secret:NAME}}, sorted. Never their values.
 	SecretNames []string
+	// Hints is what memory remembers for this task in structured form (the
+	// same knowledge the Memory section renders as text): the remembered
+	// route with its detours removed, the selectors that kept failing, the
+	// recoveries that worked. Empty when Memory is.
+	Hints Hints
+	// Usage is where a model planner adds the tokens its Next call used, as
+	// the model's usage fields report them; Run sums it per run. Planners
+	// with no model leave it zero.
+	Usage Usage
+}
+
+// Hints is memory's structured advice to a planner (State.Hints).
+type Hints struct {
+	// Route is the remembered route's steps (Route, detours removed).
+	Route []engine.Step
+	// AntiPatterns are selectors memory says not to use.
+	AntiPatterns []string
+	// Recoveries are what got past a failure before: the site's recovery
+	// notes (on a URL pattern, a step on Selector failed until Action — "wait",
+	// "click #accept" — was done) and the entry's blockers and hints as notes.
+	Recoveries []Recovery
+}
+
+// Recovery is one remembered way past a failure (Hints.Recoveries).
+type Recovery struct {
+	URLPattern string // where it holds; "" everywhere on the site
+	Selector   string // the control whose step failed; "" any
+	Action     string // what got past it: "wait", "scroll", "click SELECTOR", joined by ", then "
+	Note       string // free text (an interaction hint, a blocker's note)
+}
+
+// Usage counts a model's tokens (State.Usage, RunResult).
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
 }
 
 // Turn is one executed action and its result.

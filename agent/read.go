@@ -53,7 +53,9 @@ func hasLiteral(text, lit string) bool {
 		}
 		j += i
 		end := j + len(lit)
-		before := j == 0 || !wordByte(t[j-1])
+		before := j == 0 || !wordByte(t[j-1]) ||
+			// a version tag: "v1.0.0" names version 1.0.0
+			t[j-1] == 'v' && len(lit) > 0 && isDigit(lit[0]) && (j == 1 || !wordByte(t[j-2]))
 		after := end == len(t) || !wordByte(t[end]) && !(t[end] == '.' && end+1 < len(t) && isDigit(t[end+1]))
 		if before && after {
 			return true
@@ -124,7 +126,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 				litOK = false
 			}
 		}
-		if !litOK || echoes(s.Task, b.Text) {
+		if !litOK || echoes(s.Task, b.Text) || echoesSearch(s, b.Text) {
 			continue
 		}
 		own := setOfStems(b.Text)

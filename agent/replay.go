@@ -40,8 +40,9 @@ type replayOutcome struct {
 
 // Route returns the replayable steps of a stored route: successful steps
 // only, without observation-only actions (screenshots, element listings,
-// whole-page text) and without "done". A route whose steps carry no ok flag
-// at all (hand-written facts) is taken whole.
+// whole-page text), without "done" and without detours (a navigation back
+// to a page the route had reached, and the moves in between). A route
+// whose steps carry no ok flag at all (hand-written facts) is taken whole.
 func Route(steps []engine.Step) []engine.Step {
 	anyOK := false
 	for _, s := range steps {
@@ -62,7 +63,7 @@ func Route(steps []engine.Step) []engine.Step {
 		}
 		out = append(out, s)
 	}
-	return out
+	return withoutDetours(out)
 }
 
 // shortcut shortens a trusted (P1) route: when everything before the first

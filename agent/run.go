@@ -110,6 +110,15 @@ type RunResult struct {
 	Clicks, Extracts int
 	// PromptChars sums State.PromptChars over the planner calls.
 	PromptChars int
+	// InputTokens and OutputTokens sum what the model planner reported in
+	// its usage fields (State.Usage); zero for explore.
+	InputTokens, OutputTokens int
+	// Searches counts submitted searches (a typed value with Enter that is
+	// not a secret).
+	Searches int
+	// Recalled names the memory blocks the run was given (RecalledBlocks);
+	// empty at P5 and with NoRecall.
+	Recalled []string
 	// Recovered lists the failed steps of a run that went on (for example a
 	// drifted selector caught by P2 verification), each classified.
 	Recovered []StepFailure
@@ -156,6 +165,7 @@ type run struct {
 	params   map[string]string
 	recall   *engine.Recall
 	memory   string
+	hints    Hints
 	maxTurns int
 	res      *RunResult
 
@@ -286,8 +296,10 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 			if len(rc.Reasons) > 0 {
 				r.logf("memory tier: %s", rc.Reasons[0])
 			}
-			if rc.Tier != engine.P5 {
+			if Recalled(rc) {
 				r.memory = Scrub(engine.RenderMemory(rc, r.cfg.MemoryChars), r.cfg.Secrets)
+				r.hints = hintsOf(rc)
+				res.Recalled = RecalledBlocks(rc)
 			}
 		}
 	}
@@ -509,6 +521,8 @@ func (r *run) plan(ctx context.Context) (string, bool, error) {
 		r.res.PlannerCalls++
 		r.res.PromptChars += s.PromptChars()
 		a, err := r.cfg.Planner.Next(ctx, s)
+		r.res.InputTokens += s.Usage.InputTokens
+		r.res.OutputTokens += s.Usage.OutputTokens
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", false, fmt.Errorf("run cancelled: %w", ctx.Err())
@@ -576,7 +590,7 @@ func (r *run) state(ctx context.Context) *State {
 		Task: r.cfg.Task, Memory: r.memory, Tier: r.res.Tier, URL: Scrub(url, sec), Title: title,
 		Observation: Observe(Scrub(url, sec), title, els, labels, text), Elements: els, Labels: labels,
 		PageText: text, Blocks: blocks, Status: status, History: hist, Turn: len(r.steps) + 1, MaxTurns: r.maxTurns,
-		Params: copyMap(r.params), SecretNames: sortedNames(r.cfg.Secrets),
+		Params: copyMap(r.params), SecretNames: sortedNames(r.cfg.Secrets), Hints: r.hints,
 	}
 }
 
@@ -687,6 +701,10 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 		r.res.Clicks++
 	case "extract":
 		r.res.Extracts++
+	case "type":
+		if a.Submit && len(SecretNamesIn(a.Value)) == 0 {
+			r.res.Searches++
+		}
 	}
 	if replayed {
 		r.res.Replayed++

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/csv"
 	"strings"
 	"testing"
 )
@@ -45,28 +46,115 @@ func TestSumAndRatios(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteTable(&b, runs)
-	if !strings.Contains(b.String(), "warm vs cold, per run: 0.50× the steps, 0.25× the time, 0 planner calls instead of 10") {
+	if !strings.Contains(b.String(), "warm vs cold, per run: 0.50× the steps, 0.00× the clicks, 0.00× the planner calls, 0.25× the time (0.0 vs 5.0 planner calls per run)") ||
+		strings.Contains(b.String(), "instead of") {
 		t.Errorf("table:\n%s", b.String())
 	}
 }
 
 func TestSummary(t *testing.T) {
 	runs := []Run{
-		{Task: "a", Round: 1, Memory: "on", Steps: 4, PlannerCalls: 4, Success: true, Seconds: 1},
-		{Task: "a", Round: 1, Memory: "off", Steps: 4, PlannerCalls: 4, Success: true, Seconds: 1},
-		{Task: "a", Round: 2, Memory: "on", Steps: 1, Success: true, Seconds: 0.25},
-		{Task: "a", Round: 2, Memory: "off", Steps: 4, PlannerCalls: 4, Success: false, Seconds: 1, Error: "wrong | answer"},
+		{Task: "a", Round: 1, Memory: "on", Steps: 4, PlannerCalls: 4, Success: true, Seconds: 1, Clicks: 2, InputTokens: 100, OutputTokens: 10},
+		{Task: "b", Round: 1, Memory: "on", Steps: 2, PlannerCalls: 2, Success: false, Seconds: 1},
+		{Task: "a", Round: 1, Memory: "off", Steps: 4, PlannerCalls: 4, Success: true, Seconds: 1, Clicks: 2, InputTokens: 100, OutputTokens: 10},
+		{Task: "b", Round: 1, Memory: "off", Steps: 2, PlannerCalls: 2, Success: true, Seconds: 1, Searches: 1},
+		{Task: "a", Round: 2, Memory: "on", Steps: 1, Success: true, Seconds: 0.25, Recalled: []string{"route", "selectors"}, Tier: "P2", Volatile: true},
+		{Task: "b", Round: 2, Memory: "on", Steps: 2, PlannerCalls: 2, Success: true, Seconds: 1},
+		{Task: "a", Round: 2, Memory: "off", Steps: 4, PlannerCalls: 4, Success: false, Seconds: 1, Error: "wrong | answer", InputTokens: 100, OutputTokens: 10},
+		{Task: "b", Round: 2, Memory: "off", Steps: 2, PlannerCalls: 2, Success: true, Seconds: 1},
 	}
-	md, csv := Summary(runs, 2)
-	wantCSV := "memory,round,runs,accuracy,stale,steps,planner_calls,clicks,extract_calls,prompt_chars,seconds\n" +
-		"on,1,1,1.000,0,4,4,0,0,0,1.000\non,2,1,1.000,0,1,0,0,0,0,0.250\non,total,2,1.000,0,5,4,0,0,0,1.250\n" +
-		"off,1,1,1.000,0,4,4,0,0,0,1.000\noff,2,1,0.000,0,4,4,0,0,0,1.000\noff,total,2,0.500,0,8,8,0,0,0,2.000\n"
-	if string(csv) != wantCSV {
-		t.Errorf("csv:\n%s\nwant:\n%s", csv, wantCSV)
+	MarkHarm(runs)
+	if !runs[1].Harm || runs[3].Harm || runs[4].Harm || runs[6].Harm {
+		t.Fatalf("harm: want only round 1 b on: %+v", runs)
 	}
-	for _, want := range []string{"Total, memory on vs off: 0.62× the steps, 0.50× the planner calls", "accuracy 100% vs 50%", "wrong / answer"} {
+	md, csvData := Summary(runs, Info{Planner: "explore", Site: "demo site", Rounds: 2})
+	rows, err := csv.NewReader(strings.NewReader(string(csvData))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1+8+6 || strings.Join(rows[0][:6], ",") != "kind,planner,site,memory,round,task" {
+		t.Fatalf("csv rows %d:\n%s", len(rows), csvData)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	get := func(kind, arm, round, task, field string) string {
+		for _, r := range rows[1:] {
+			if r[0] == kind && r[col["memory"]] == arm && r[col["round"]] == round && r[col["task"]] == task {
+				return r[col[field]]
+			}
+		}
+		t.Fatalf("no row %s %s %s %s", kind, arm, round, task)
+		return ""
+	}
+	for _, c := range []struct{ kind, arm, round, task, field, want string }{
+		{"run", "on", "1", "b", "harm", "1"},
+		{"run", "on", "2", "a", "recalled", "route selectors"},
+		{"run", "on", "2", "a", "tier", "P2"},
+		{"run", "on", "2", "a", "volatile", "1"},
+		{"run", "on", "2", "b", "volatile", "0"},
+		{"run", "off", "2", "a", "error", "wrong | answer"},
+		{"round", "on", "1", "", "accuracy", "0.500"},
+		{"round", "on", "1", "", "harm", "1"},
+		{"total", "on", "total", "", "steps", "9"},
+		{"total", "off", "total", "", "steps", "12"},
+		{"total", "off", "total", "", "input_tokens", "200"},
+		{"total", "off", "total", "", "search_calls", "1"},
+		{"total", "on", "total", "", "planner", "explore"},
+		{"total", "on", "total", "", "site", "demo site"},
+	} {
+		if got := get(c.kind, c.arm, c.round, c.task, c.field); got != c.want {
+			t.Errorf("%s %s %s %s %s = %q, want %q", c.kind, c.arm, c.round, c.task, c.field, got, c.want)
+		}
+	}
+	for _, want := range []string{"Planner: explore. Site: demo site.", "Total, memory on vs off: 0.75× the steps, 1.00× the clicks, 0.00× the extract/search calls, 0.67× the planner calls",
+		"0.50× the input tokens", "accuracy 75% vs 75%; 0 stale on, 0 off; 1 harm.", "## Harm (1)", "| 1 | b |", "wrong / answer", "| on | 2 | a | P2 | route selectors |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+func TestPrepareTasksAndGrade(t *testing.T) {
+	ts := []Task{
+		{Text: "t1", StartURL: "http://127.0.0.1:1/a", Expected: "1,234"},
+		{ID: "v", Text: "t2", StartURL: "http://127.0.0.1:1/b", Pattern: `^v\d+\.\d+`, Volatile: true},
+	}
+	if err := PrepareTasks(ts); err != nil {
+		t.Fatal(err)
+	}
+	if ts[0].ID != "task-1" || ts[1].ID != "v" {
+		t.Errorf("ids %q %q", ts[0].ID, ts[1].ID)
+	}
+	for _, c := range []struct {
+		k      int
+		answer string
+		want   bool
+	}{{0, "1234", true}, {0, "There are 1,234 stars", true}, {0, "11234", false}, {0, "", false},
+		{1, "v2.3 is out", true}, {1, "version 2.3", false}, {1, "", false}} {
+		if got := ts[c.k].Grade(c.answer); got != c.want {
+			t.Errorf("task %d Grade(%q) = %v, want %v", c.k, c.answer, got, c.want)
+		}
+	}
+	for _, bad := range []struct {
+		k    Task
+		want string
+	}{
+		{Task{Text: "x", StartURL: "http://h/"}, "no grading"},
+		{Task{Text: "x", StartURL: "http://h/", Expected: "a", Pattern: "b"}, "not both"},
+		{Task{Text: "x", StartURL: "http://h/", Pattern: "("}, "regex"},
+		{Task{Text: "x", StartURL: "ftp://h/", Expected: "a"}, "http(s)"},
+		{Task{Text: " ", StartURL: "http://h/", Expected: "a"}, "empty"},
+	} {
+		if err := PrepareTasks([]Task{bad.k}); err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "task 1") {
+			t.Errorf("PrepareTasks(%+v) = %v, want %q", bad.k, err, bad.want)
+		}
+	}
+	if err := PrepareTasks([]Task{{ID: "a", Text: "x", StartURL: "http://h/", Expected: "1"}, {ID: "a", Text: "y", StartURL: "http://h/", Expected: "2"}}); err == nil || !strings.Contains(err.Error(), "task 2") {
+		t.Errorf("duplicate ids: %v", err)
+	}
+	if got, err := PickTasks(ts, "v"); err != nil || len(got) != 1 || got[0].ID != "v" {
+		t.Errorf("PickTasks: %+v %v", got, err)
 	}
 }

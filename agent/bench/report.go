@@ -25,6 +25,7 @@ var Metrics = []Metric{
 	{Name: "steps", Less: true, Value: func(r Run) float64 { return float64(r.Steps) }},
 	{Name: "planner calls", Less: true, Value: func(r Run) float64 { return float64(r.PlannerCalls) }},
 	{Name: "prompt chars", Less: true, Value: func(r Run) float64 { return float64(r.PromptChars) }},
+	{Name: "tokens", Less: true, Value: func(r Run) float64 { return float64(r.InputTokens + r.OutputTokens) }},
 	{Name: "seconds", Less: true, Value: func(r Run) float64 { return r.Seconds }},
 }
 
@@ -36,14 +37,12 @@ func b2f(b bool) float64 {
 }
 
 // Harm says whether memory-on did worse than memory-off on the same task in
-// the same round, and how: wrong where off was right, or right (or wrong)
-// like off with more steps.
+// the same round: wrong where memory-off was right (paired harm, the one rule
+// MarkHarm, summary.md, summary.csv and report.html count). A memory-on run
+// that took more steps is shown in the per-task table, not counted as harm.
 func Harm(on, off Run) (bool, string) {
-	switch {
-	case !on.Success && off.Success:
+	if !on.Success && off.Success {
 		return true, "memory-on failed where memory-off succeeded"
-	case on.Success == off.Success && on.Steps > off.Steps:
-		return true, fmt.Sprintf("memory-on took %d steps, memory-off %d", on.Steps, off.Steps)
 	}
 	return false, ""
 }
@@ -53,6 +52,7 @@ type ReportOptions struct {
 	Title     string // default "pem bench: memory on vs off"
 	Generated string // when, as printed text; "" leaves it out
 	Planner   string // which planner ran, as printed text
+	Site      string // which site, as printed text
 }
 
 // point is one round's value of one metric for one arm.
@@ -292,7 +292,7 @@ svg .pt.on{fill:#0969da}svg .pt.off{fill:#bf8700}
 </style></head>
 <body>
 <h1>{{.O.Title}}</h1>
-<p class="muted">{{.Runs}} runs in {{.Rounds}} rounds{{if .O.Planner}}, planner {{.O.Planner}}{{end}}{{if .O.Generated}}, {{.O.Generated}}{{end}}. Stale answers (last round's value served again) count as wrong.</p>
+<p class="muted">{{.Runs}} runs in {{.Rounds}} rounds{{if .O.Planner}}, planner {{.O.Planner}}{{end}}{{if .O.Site}}, site {{.O.Site}}{{end}}{{if .O.Generated}}, {{.O.Generated}}{{end}}. Stale answers (last round's value served again) count as wrong.</p>
 
 <h2>Memory on vs off</h2>
 <table id="totals"><thead><tr><th>memory</th><th>runs</th><th>accuracy</th><th>stale</th><th>steps</th><th>planner calls</th><th>clicks</th><th>extract calls</th><th>prompt chars</th><th>seconds</th></tr></thead><tbody>

@@ -21,6 +21,10 @@ type Totals struct {
 	PromptChars  int     `json:"prompt_chars"`
 	Stale        int     `json:"stale"`
 	Seconds      float64 `json:"seconds"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	Searches     int     `json:"searches"`
+	Harm         int     `json:"harm"`
 }
 
 // Sum adds up runs.
@@ -34,11 +38,17 @@ func Sum(runs []Run) Totals {
 		if r.Stale {
 			t.Stale++
 		}
+		if r.Harm {
+			t.Harm++
+		}
 		t.Steps += r.Steps
 		t.PlannerCalls += r.PlannerCalls
 		t.Clicks += r.Clicks
 		t.Extracts += r.Extracts
+		t.Searches += r.Searches
 		t.PromptChars += r.PromptChars
+		t.InputTokens += r.InputTokens
+		t.OutputTokens += r.OutputTokens
 		t.Seconds += r.Seconds
 	}
 	if t.Runs > 0 {
@@ -69,22 +79,23 @@ func ColdWarm(runs []Run) (cold, warm []Run) {
 	return cold, warm
 }
 
-// StepsRatio compares the warm runs' steps per run with the cold runs'.
-func StepsRatio(cold, warm []Run) float64 {
+// perRun compares the warm runs' f per run with the cold runs'.
+func perRun(cold, warm []Run, f func(Totals) float64) float64 {
 	c, w := Sum(cold), Sum(warm)
 	if c.Runs == 0 || w.Runs == 0 {
 		return 0
 	}
-	return ratio(float64(w.Steps)/float64(w.Runs), float64(c.Steps)/float64(c.Runs))
+	return ratio(f(w)/float64(w.Runs), f(c)/float64(c.Runs))
+}
+
+// StepsRatio compares the warm runs' steps per run with the cold runs'.
+func StepsRatio(cold, warm []Run) float64 {
+	return perRun(cold, warm, func(t Totals) float64 { return float64(t.Steps) })
 }
 
 // TimeRatio compares the warm runs' seconds per run with the cold runs'.
 func TimeRatio(cold, warm []Run) float64 {
-	c, w := Sum(cold), Sum(warm)
-	if c.Runs == 0 || w.Runs == 0 {
-		return 0
-	}
-	return ratio(w.Seconds/float64(w.Runs), c.Seconds/float64(c.Runs))
+	return perRun(cold, warm, func(t Totals) float64 { return t.Seconds })
 }
 
 // OneLine folds s onto one line of at most n characters (an ellipsis marks a cut).
@@ -97,31 +108,61 @@ func OneLine(s string, n int) string {
 }
 
 // WriteTable writes pem demo's table: a row per run, then the cold and warm
-// totals and how warm compares with cold per run.
+// totals and how warm compares with cold per run — every figure measured in
+// these runs.
 func WriteTable(w io.Writer, runs []Run) {
 	cold, warm := ColdWarm(runs)
 	tc, tw := Sum(cold), Sum(warm)
-	fmt.Fprintf(w, "%-22s %5s %4s %5s %8s %7s %7s  %s\n", "task", "round", "tier", "steps", "planner", "success", "seconds", "answer")
+	fmt.Fprintf(w, "%-22s %5s %4s %5s %8s %6s %7s %7s  %s\n", "task", "round", "tier", "steps", "planner", "clicks", "success", "seconds", "answer")
 	for _, r := range runs {
 		ok := "yes"
 		if !r.Success {
 			ok = "NO"
 		}
-		fmt.Fprintf(w, "%-22s %5d %4s %5d %8d %7s %7.2f  %s\n", r.Task, r.Round, r.Tier, r.Steps, r.PlannerCalls, ok, r.Seconds, OneLine(r.Answer, 50))
+		fmt.Fprintf(w, "%-22s %5d %4s %5d %8d %6d %7s %7.2f  %s\n", r.Task, r.Round, r.Tier, r.Steps, r.PlannerCalls, r.Clicks, ok, r.Seconds, OneLine(r.Answer, 50))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-5s %5s %9s %6s %8s %8s\n", "", "runs", "succeeded", "steps", "planner", "seconds")
-	fmt.Fprintf(w, "%-5s %5d %9d %6d %8d %8.2f\n", "cold", tc.Runs, tc.Successes, tc.Steps, tc.PlannerCalls, tc.Seconds)
+	fmt.Fprintf(w, "%-5s %5s %9s %6s %8s %7s %8s\n", "", "runs", "succeeded", "steps", "planner", "clicks", "seconds")
+	fmt.Fprintf(w, "%-5s %5d %9d %6d %8d %7d %8.2f\n", "cold", tc.Runs, tc.Successes, tc.Steps, tc.PlannerCalls, tc.Clicks, tc.Seconds)
 	if tw.Runs > 0 {
-		fmt.Fprintf(w, "%-5s %5d %9d %6d %8d %8.2f\n", "warm", tw.Runs, tw.Successes, tw.Steps, tw.PlannerCalls, tw.Seconds)
-		fmt.Fprintf(w, "warm vs cold, per run: %.2f× the steps, %.2f× the time, %d planner calls instead of %d\n",
-			StepsRatio(cold, warm), TimeRatio(cold, warm), tw.PlannerCalls, tc.PlannerCalls*tw.Runs/max(1, tc.Runs))
+		fmt.Fprintf(w, "%-5s %5d %9d %6d %8d %7d %8.2f\n", "warm", tw.Runs, tw.Successes, tw.Steps, tw.PlannerCalls, tw.Clicks, tw.Seconds)
+		fmt.Fprintf(w, "warm vs cold, per run: %.2f× the steps, %.2f× the clicks, %.2f× the planner calls, %.2f× the time (%.1f vs %.1f planner calls per run)\n",
+			StepsRatio(cold, warm), perRun(cold, warm, func(t Totals) float64 { return float64(t.Clicks) }),
+			perRun(cold, warm, func(t Totals) float64 { return float64(t.PlannerCalls) }), TimeRatio(cold, warm),
+			float64(tw.PlannerCalls)/float64(tw.Runs), float64(tc.PlannerCalls)/float64(max(1, tc.Runs)))
 	}
 }
 
-// Summary renders pem bench's summary.md and summary.csv: per arm, a row per
-// round and one for the total, then the runs.
-func Summary(runs []Run, rounds int) (md, csvData []byte) {
+// Info names what a summary measured.
+type Info struct {
+	Planner string // "explore", "openai (gpt-4o-mini)", …
+	Site    string // "demo site" or the site's URL
+	Rounds  int
+}
+
+// Ratios is memory-on against memory-off, in total (each on/off).
+type Ratios struct {
+	Steps, Clicks, ExtractSearch, PlannerCalls, PromptChars, InputTokens, OutputTokens, Seconds float64
+}
+
+// Compare is on's totals over off's.
+func Compare(on, off Totals) Ratios {
+	f := func(a, b int) float64 { return ratio(float64(a), float64(b)) }
+	return Ratios{Steps: f(on.Steps, off.Steps), Clicks: f(on.Clicks, off.Clicks),
+		ExtractSearch: f(on.Extracts+on.Searches, off.Extracts+off.Searches), PlannerCalls: f(on.PlannerCalls, off.PlannerCalls),
+		PromptChars: f(on.PromptChars, off.PromptChars), InputTokens: f(on.InputTokens, off.InputTokens),
+		OutputTokens: f(on.OutputTokens, off.OutputTokens), Seconds: ratio(on.Seconds, off.Seconds)}
+}
+
+var csvHeader = []string{"kind", "planner", "site", "memory", "round", "task", "volatile", "runs", "accuracy", "stale", "harm", "steps", "planner_calls",
+	"input_tokens", "output_tokens", "prompt_chars", "clicks", "extract_calls", "search_calls", "seconds", "tier", "recall_tier", "recalled", "answer", "error"}
+
+// Summary renders pem bench's summary.md and summary.csv. The CSV has one
+// row per run (kind "run"), then per arm a row per round (kind "round") and
+// one for the total (kind "total", round "total"); every row names the
+// planner and the site. summary.md has the same totals as tables, the
+// ratios memory-on vs memory-off, the harm rows and the runs.
+func Summary(runs []Run, info Info) (md, csvData []byte) {
 	type key struct {
 		arm   string
 		round int
@@ -146,30 +187,68 @@ func Summary(runs []Run, rounds int) (md, csvData []byte) {
 	})
 	var mb, cb bytes.Buffer
 	cw := csv.NewWriter(&cb)
-	cw.Write([]string{"memory", "round", "runs", "accuracy", "stale", "steps", "planner_calls", "clicks", "extract_calls", "prompt_chars", "seconds"})
-	fmt.Fprintf(&mb, "# pem bench: memory on vs off\n\n%d rounds of the demo tasks; volatile values move every round; stale answers count as wrong.\n"+
-		"Prompt characters are what a model planner would have been sent (task + memory + page observation per planner call).\n\n", rounds)
-	mb.WriteString("| memory | round | runs | accuracy | stale | steps | planner calls | clicks | extract calls | prompt chars | seconds |\n")
-	mb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	cw.Write(csvHeader)
+	b2i := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	for _, r := range runs {
+		cw.Write([]string{"run", info.Planner, info.Site, r.Memory, fmt.Sprint(r.Round), r.Task, fmt.Sprint(b2i(r.Volatile)), "1", fmt.Sprintf("%d", b2i(r.Success)),
+			fmt.Sprint(b2i(r.Stale)), fmt.Sprint(b2i(r.Harm)), fmt.Sprint(r.Steps), fmt.Sprint(r.PlannerCalls), fmt.Sprint(r.InputTokens),
+			fmt.Sprint(r.OutputTokens), fmt.Sprint(r.PromptChars), fmt.Sprint(r.Clicks), fmt.Sprint(r.Extracts), fmt.Sprint(r.Searches),
+			fmt.Sprintf("%.3f", r.Seconds), string(r.Tier), string(r.RecallTier), strings.Join(r.Recalled, " "), OneLine(r.Answer, 200), OneLine(r.Error, 200)})
+	}
+	fmt.Fprintf(&mb, "# pem bench: memory on vs off\n\nPlanner: %s. Site: %s. %d rounds; each round runs every task with memory on (one tree, consolidated after the round) and off.\n"+
+		"Graded live; on the demo site volatile values move every round and a stale answer (last round's value) counts as wrong.\n"+
+		"Tokens are the model's usage fields; prompt characters are what a model planner is sent (task + memory + page observation per call).\n"+
+		"Harm: a task memory-on got wrong where memory-off got it right in the same round.\n\n", info.Planner, info.Site, info.Rounds)
+	mb.WriteString("| memory | round | runs | accuracy | stale | harm | steps | planner calls | input tokens | output tokens | prompt chars | clicks | extract calls | search calls | seconds |\n")
+	mb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		t := Sum(groups[k])
-		round := fmt.Sprint(k.round)
+		round, kind := fmt.Sprint(k.round), "round"
 		if k.round == 0 {
-			round = "total"
+			round, kind = "total", "total"
 		}
-		fmt.Fprintf(&mb, "| %s | %s | %d | %.0f%% | %d | %d | %d | %d | %d | %d | %.2f |\n", k.arm, round, t.Runs, 100*t.Accuracy, t.Stale,
-			t.Steps, t.PlannerCalls, t.Clicks, t.Extracts, t.PromptChars, t.Seconds)
-		cw.Write([]string{k.arm, round, fmt.Sprint(t.Runs), fmt.Sprintf("%.3f", t.Accuracy), fmt.Sprint(t.Stale), fmt.Sprint(t.Steps),
-			fmt.Sprint(t.PlannerCalls), fmt.Sprint(t.Clicks), fmt.Sprint(t.Extracts), fmt.Sprint(t.PromptChars), fmt.Sprintf("%.3f", t.Seconds)})
+		fmt.Fprintf(&mb, "| %s | %s | %d | %.0f%% | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %.2f |\n", k.arm, round, t.Runs, 100*t.Accuracy, t.Stale, t.Harm,
+			t.Steps, t.PlannerCalls, t.InputTokens, t.OutputTokens, t.PromptChars, t.Clicks, t.Extracts, t.Searches, t.Seconds)
+		cw.Write([]string{kind, info.Planner, info.Site, k.arm, round, "", "", fmt.Sprint(t.Runs), fmt.Sprintf("%.3f", t.Accuracy), fmt.Sprint(t.Stale),
+			fmt.Sprint(t.Harm), fmt.Sprint(t.Steps), fmt.Sprint(t.PlannerCalls), fmt.Sprint(t.InputTokens), fmt.Sprint(t.OutputTokens),
+			fmt.Sprint(t.PromptChars), fmt.Sprint(t.Clicks), fmt.Sprint(t.Extracts), fmt.Sprint(t.Searches), fmt.Sprintf("%.3f", t.Seconds), "", "", "", "", ""})
 	}
 	cw.Flush()
 	on, off := Sum(groups[key{"on", 0}]), Sum(groups[key{"off", 0}])
-	fmt.Fprintf(&mb, "\nTotal, memory on vs off: %.2f× the steps, %.2f× the planner calls, %.2f× the prompt characters, %.2f× the time; accuracy %.0f%% vs %.0f%%.\n",
-		ratio(float64(on.Steps), float64(off.Steps)), ratio(float64(on.PlannerCalls), float64(off.PlannerCalls)),
-		ratio(float64(on.PromptChars), float64(off.PromptChars)), ratio(on.Seconds, off.Seconds), 100*on.Accuracy, 100*off.Accuracy)
-	mb.WriteString("\n## Runs\n\n| memory | round | task | tier | steps | planner calls | success | seconds | note |\n|---|---|---|---|---|---|---|---|---|\n")
+	q := Compare(on, off)
+	fmt.Fprintf(&mb, "\nTotal, memory on vs off: %.2f× the steps, %.2f× the clicks, %.2f× the extract/search calls, %.2f× the planner calls, "+
+		"%.2f× the prompt characters, %.2f× the input tokens, %.2f× the output tokens, %.2f× the time; accuracy %.0f%% vs %.0f%%; %d stale on, %d off; %d harm.\n",
+		q.Steps, q.Clicks, q.ExtractSearch, q.PlannerCalls, q.PromptChars, q.InputTokens, q.OutputTokens, q.Seconds,
+		100*on.Accuracy, 100*off.Accuracy, on.Stale, off.Stale, on.Harm)
+	if on.InputTokens+off.InputTokens == 0 {
+		mb.WriteString("(No token counts: the planner reported none — explore calls no model; compare prompt characters.)\n")
+	}
+	var harm []Run
 	for _, r := range runs {
-		fmt.Fprintf(&mb, "| %s | %d | %s | %s | %d | %d | %v | %.2f | %s |\n", r.Memory, r.Round, r.Task, r.Tier, r.Steps, r.PlannerCalls, r.Success, r.Seconds, strings.ReplaceAll(OneLine(r.Error, 80), "|", "/"))
+		if r.Harm {
+			harm = append(harm, r)
+		}
+	}
+	fmt.Fprintf(&mb, "\n## Harm (%d)\n\n", len(harm))
+	if len(harm) == 0 {
+		mb.WriteString("None: memory-on got no task wrong that memory-off got right in the same round.\n")
+	} else {
+		mb.WriteString("| round | task | tier | answer | note |\n|---|---|---|---|---|\n")
+		for _, r := range harm {
+			fmt.Fprintf(&mb, "| %d | %s | %s | %s | %s |\n", r.Round, r.Task, r.Tier, cell(r.Answer, 60), cell(r.Error, 80))
+		}
+	}
+	mb.WriteString("\n## Runs\n\n| memory | round | task | tier | recalled | steps | planner calls | clicks | tokens in/out | success | seconds | note |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range runs {
+		fmt.Fprintf(&mb, "| %s | %d | %s | %s | %s | %d | %d | %d | %d/%d | %v | %.2f | %s |\n", r.Memory, r.Round, r.Task, r.Tier, strings.Join(r.Recalled, " "),
+			r.Steps, r.PlannerCalls, r.Clicks, r.InputTokens, r.OutputTokens, r.Success, r.Seconds, cell(r.Error, 80))
 	}
 	return mb.Bytes(), cb.Bytes()
 }
+
+func cell(s string, n int) string { return strings.ReplaceAll(OneLine(s, n), "|", "/") }

@@ -58,6 +58,9 @@ type data struct {
 	InstallCmd               string
 	Examples                 []file
 	Unread                   int
+	// The harder tasks' volatile values (traps.go).
+	LatestDownloads int
+	Contributors    int
 }
 
 var issuePool = []struct{ title, author, labels string }{
@@ -130,6 +133,9 @@ func snapshot(round int) data {
 		DefaultBranch: DefaultBranch,
 		InstallCmd:    InstallCmd,
 		Unread:        3 + 2*r,
+		// Consecutive rounds always differ.
+		LatestDownloads: 512 + 37*round,
+		Contributors:    40 + 3*r,
 		Examples: []file{
 			{"custom-theme.go", "Show how to override theme tokens", "// Custom theme: override the default colours and spacing."},
 			{ExampleFile, "Add the getting-started example", "// Getting started: render your first widget in ten lines."},

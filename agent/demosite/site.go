@@ -47,7 +47,8 @@ type Site struct {
 
 const sessionCookie = "codehub_session"
 
-var pageNames = []string{"repo", "issues", "issue", "pulls", "pull", "actions", "readme", "tree", "blob", "login", "notifications", "notfound"}
+var pageNames = []string{"repo", "issues", "issue", "pulls", "pull", "actions", "readme", "tree", "blob", "login", "notifications", "notfound",
+	"releases", "release", "security", "wiki", "contributors", "discussions", "archive"}
 
 // New builds a Site. It panics only if the embedded templates are broken,
 // which the package tests rule out.
@@ -104,6 +105,8 @@ func funcs(drift bool) template.FuncMap {
 		},
 		"num":  formatNum,
 		"join": strings.Join,
+		"add":  func(a, b int) int { return a + b },
+		"sub":  func(a, b int) int { return a - b },
 	}
 }
 
@@ -122,10 +125,16 @@ func formatNum(n int) string {
 // Start serves the site on 127.0.0.1 on a free port until stop is called or
 // ctx ends.
 func (s *Site) Start(ctx context.Context) (baseURL string, stop func(), err error) {
+	return s.StartOn(ctx, "127.0.0.1:0")
+}
+
+// StartOn serves the site on addr (host:port; port 0 picks a free one)
+// until stop is called or ctx ends.
+func (s *Site) StartOn(ctx context.Context, addr string) (baseURL string, stop func(), err error) {
 	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	l, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("demo site: listen: %w", err)
+		return "", nil, fmt.Errorf("demo site: listen on %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
@@ -173,6 +182,18 @@ type view struct {
 	Login    string
 	ReturnTo string
 	Notes    []note
+
+	// The harder tasks' pages (traps.go).
+	Section     string
+	Releases    []release
+	Release     release
+	Assets      bool
+	Page, Pages int
+	Email       string
+	MinGo       string
+	Delay       int
+	Discussions []discussion
+	Discussion  discussion
 }
 
 // PullStatus is the overall status of the pull request's checks.
@@ -263,6 +284,82 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.render(w, "blob", v, http.StatusOK)
 				return
 			}
+		}
+	case p == repoPath+"/releases":
+		all := d.releases()
+		v.Pages = (len(all) + ReleasesPerPage - 1) / ReleasesPerPage
+		v.Page, _ = strconv.Atoi(r.URL.Query().Get("page"))
+		if v.Page < 1 {
+			v.Page = 1
+		}
+		if v.Page <= v.Pages {
+			lo := (v.Page - 1) * ReleasesPerPage
+			v.Releases = all[lo:min(lo+ReleasesPerPage, len(all))]
+			v.Tab, v.Title = "code", fmt.Sprintf("Releases · page %d · %s/%s", v.Page, Owner, Repo)
+			s.render(w, "releases", v, http.StatusOK)
+			return
+		}
+	case strings.HasPrefix(p, repoPath+"/releases/"):
+		rest := strings.TrimPrefix(p, repoPath+"/releases/")
+		num, assets := strings.CutSuffix(rest, "/assets")
+		n, err := strconv.Atoi(num)
+		if rel, ok := d.release(n); err == nil && ok {
+			v.Tab, v.Release, v.Assets = "code", rel, assets
+			v.Title = fmt.Sprintf("Release %s · %s/%s", rel.Tag, Owner, Repo)
+			if assets {
+				v.Title = "Assets · " + v.Title
+			}
+			s.render(w, "release", v, http.StatusOK)
+			return
+		}
+	case p == repoPath+"/security" || p == repoPath+"/security/policy" || p == repoPath+"/security/advisories/new":
+		v.Tab, v.Email = "code", SecurityEmail
+		switch {
+		case strings.HasSuffix(p, "/policy"):
+			v.Section, v.Title = "policy", fmt.Sprintf("Security policy · %s/%s", Owner, Repo)
+		case strings.HasSuffix(p, "/new"):
+			v.Section, v.Title = "report", fmt.Sprintf("Report a vulnerability · %s/%s", Owner, Repo)
+		default:
+			v.Title = fmt.Sprintf("Security overview · %s/%s", Owner, Repo)
+		}
+		s.render(w, "security", v, http.StatusOK)
+		return
+	case p == repoPath+"/wiki" || p == repoPath+"/wiki/Requirements" || p == repoPath+"/wiki/FAQ":
+		v.Tab, v.MinGo = "code", MinGoVersion
+		v.Section = strings.TrimPrefix(strings.TrimPrefix(p, repoPath+"/wiki"), "/")
+		page := v.Section
+		if page == "" {
+			page = "Home"
+		}
+		v.Title = fmt.Sprintf("%s · %s/%s Wiki", page, Owner, Repo)
+		s.render(w, "wiki", v, http.StatusOK)
+		return
+	case p == repoPath+"/archive":
+		v.Tab, v.Title = "code", fmt.Sprintf("Download source code · %s/%s", Owner, Repo)
+		s.render(w, "archive", v, http.StatusOK)
+		return
+	case p == repoPath+"/graphs/contributors":
+		v.Tab, v.Delay = "code", ContributorsDelayMs
+		v.Title = fmt.Sprintf("Contributors · %s/%s", Owner, Repo)
+		s.render(w, "contributors", v, http.StatusOK)
+		return
+	case p == repoPath+"/discussions":
+		v.Tab = "code"
+		v.Query = strings.TrimSpace(r.URL.Query().Get("q"))
+		v.Searched, v.Discussions = v.Query != "", d.discussions(v.Query)
+		v.Title = fmt.Sprintf("Discussions · %s/%s", Owner, Repo)
+		if v.Searched {
+			v.Title = fmt.Sprintf("Discussions matching %q · %s/%s", v.Query, Owner, Repo)
+		}
+		s.render(w, "discussions", v, http.StatusOK)
+		return
+	case strings.HasPrefix(p, repoPath+"/discussions/"):
+		n, err := strconv.Atoi(strings.TrimPrefix(p, repoPath+"/discussions/"))
+		if x, ok := d.discussion(n); err == nil && ok {
+			v.Tab, v.Discussion = "code", x
+			v.Title = fmt.Sprintf("%s · Discussion #%d · %s/%s", x.Title, x.Number, Owner, Repo)
+			s.render(w, "discussions", v, http.StatusOK)
+			return
 		}
 	case p == "/login":
 		v.RepoNav, v.Title = false, "Sign in · Codehub"

@@ -24,8 +24,8 @@ type Task struct {
 	Secrets map[string]string
 }
 
-// Tasks lists the demo's tasks for a round: the ten of DESIGN §9 and a
-// sign-in task. Expected values come from the data the pages render. The
+// Tasks lists the demo's tasks for a round: the ten of DESIGN §9, a
+// sign-in task, then the harder tasks with real sites' traps (traps.go). Expected values come from the data the pages render. The
 // variant changes markup only, so the answers are the same for both.
 func Tasks(baseURL string, round int, variant string) []Task {
 	_ = variant
@@ -44,7 +44,7 @@ func Tasks(baseURL string, round int, variant string) []Task {
 		}
 		return out
 	}
-	return []Task{
+	return append([]Task{
 		{ID: "stars", Text: "How many stars does the acme/widgets repository have?",
 			StartURL: repo, Expected: formatNum(d.Stars), Volatile: true},
 		{ID: "open-issues", Text: "How many open issues does acme/widgets have?",
@@ -68,7 +68,7 @@ func Tasks(baseURL string, round int, variant string) []Task {
 		{ID: "unread-notifications", Text: "Sign in as demo with the password {{secret:demo_password}} and report the unread notifications count.",
 			StartURL: base + "/login?return_to=%2Fnotifications", Expected: strconv.Itoa(d.Unread),
 			Volatile: true, Login: true, Secrets: map[string]string{"demo_password": DemoPassword}},
-	}
+	}, trapTasks(repo, d)...)
 }
 
 var (

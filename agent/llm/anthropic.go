@@ -43,13 +43,19 @@ type anResponse struct {
 		Input json.RawMessage `json:"input"`
 	} `json:"content"`
 	StopReason string `json:"stop_reason"`
-	Error      *struct {
+	Usage      struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+	Error *struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
 }
 
-// Next implements agent.Planner: one Messages call, one tool_use block.
+// Next implements agent.Planner: one Messages call, one tool_use block; the
+// usage fields of every reply (input_tokens, output_tokens) are added to
+// s.Usage.
 // Malformed tool input or an unknown tool goes back to the model as an
 // error tool_result, prose as a reminder, at most MaxRepairs times; prose is
 // never taken as the answer.
@@ -82,6 +88,8 @@ turns:
 		if err := post(ctx, &p.cfg, url, headers, body, &resp); err != nil {
 			return agent.Action{}, err
 		}
+		s.Usage.InputTokens += resp.Usage.InputTokens
+		s.Usage.OutputTokens += resp.Usage.OutputTokens
 		if resp.Error != nil {
 			return agent.Action{}, fmt.Errorf("%w: %s: %s: %s", ErrAPI, url, resp.Error.Type, resp.Error.Message)
 		}

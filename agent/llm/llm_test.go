@@ -540,3 +540,38 @@ func TestScreenshotSentAsImage(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageCounted: the usage fields of every reply — a repaired call
+// included — are added to State.Usage; a reply without them adds nothing.
+func TestUsageCounted(t *testing.T) {
+	withUsage := func(body, usage string) string {
+		return strings.TrimSuffix(strings.TrimSpace(body), "}") + `, "usage": ` + usage + `}`
+	}
+	_, hs := newServer(t, reply{status: 200, body: withUsage(badArgsBody, `{"prompt_tokens": 120, "completion_tokens": 9}`)},
+		reply{status: 200, body: withUsage(oaToolCallBody, `{"prompt_tokens": 150, "completion_tokens": 11, "total_tokens": 161}`)})
+	p := newPlanner(t, "openai", Config{BaseURL: hs.URL, Model: "m"})
+	s := state()
+	if _, err := p.Next(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Usage != (agent.Usage{InputTokens: 270, OutputTokens: 20}) {
+		t.Errorf("openai usage %+v, want 270 in, 20 out", s.Usage)
+	}
+	_, hs = newServer(t, reply{status: 200, body: withUsage(anToolUseBody, `{"input_tokens": 800, "output_tokens": 42}`)}, reply{status: 200, body: oaToolCallBody})
+	a := newPlanner(t, "anthropic", Config{BaseURL: hs.URL, Model: "claude-x", APIKey: "k"})
+	s = state()
+	if _, err := a.Next(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Usage != (agent.Usage{InputTokens: 800, OutputTokens: 42}) {
+		t.Errorf("anthropic usage %+v, want 800 in, 42 out", s.Usage)
+	}
+	o := newPlanner(t, "openai", Config{BaseURL: hs.URL, Model: "m"})
+	s = state()
+	if _, err := o.Next(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Usage != (agent.Usage{}) {
+		t.Errorf("no usage fields, counted %+v", s.Usage)
+	}
+}

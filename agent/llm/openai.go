@@ -53,9 +53,17 @@ type oaResponse struct {
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+	// Usage is what the server says the call cost (absent on some local
+	// servers: then nothing is counted).
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
 }
 
-// Next implements agent.Planner: one chat completion, one tool call. A
+// Next implements agent.Planner: one chat completion, one tool call; the
+// usage fields of every reply (prompt_tokens, completion_tokens) are added
+// to s.Usage. A
 // reply with malformed tool arguments or an unknown tool goes back to the
 // model as an error result, and a reply in prose with a reminder to call a
 // tool, at most MaxRepairs times; prose is never taken as the answer.
@@ -88,6 +96,8 @@ func (p *OpenAI) Next(ctx context.Context, s *agent.State) (agent.Action, error)
 		if err := post(ctx, &p.cfg, url, headers, body, &resp); err != nil {
 			return agent.Action{}, err
 		}
+		s.Usage.InputTokens += resp.Usage.PromptTokens
+		s.Usage.OutputTokens += resp.Usage.CompletionTokens
 		if resp.Error != nil {
 			return agent.Action{}, fmt.Errorf("%w: %s: %s", ErrAPI, url, resp.Error.Message)
 		}

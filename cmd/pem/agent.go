@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,7 +87,22 @@ type taskSpec struct {
 
 // parseTasks reads JSON lines or a YAML list of tasks.
 func parseTasks(data []byte) ([]taskSpec, error) {
-	var out []taskSpec
+	out, err := parseTaskFile[taskSpec](data, "task, url, intent, params")
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range out {
+		if strings.TrimSpace(t.Task) == "" || strings.TrimSpace(t.URL) == "" {
+			return nil, fmt.Errorf("task %d: task and url are required", i+1)
+		}
+	}
+	return out, nil
+}
+
+// parseTaskFile reads JSON lines or a YAML list of T, unknown fields refused
+// (fields names them for the message).
+func parseTaskFile[T any](data []byte, fields string) ([]T, error) {
+	var out []T
 	trimmed := bytes.TrimSpace(data)
 	if bytes.HasPrefix(trimmed, []byte("{")) {
 		sc := bufio.NewScanner(bytes.NewReader(data))
@@ -97,11 +114,11 @@ func parseTasks(data []byte) ([]taskSpec, error) {
 			if len(line) == 0 || line[0] == '#' {
 				continue
 			}
-			var t taskSpec
+			var t T
 			dec := json.NewDecoder(bytes.NewReader(line))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&t); err != nil {
-				return nil, fmt.Errorf("line %d: %v (fields: task, url, intent, params)", n, err)
+				return nil, fmt.Errorf("line %d: %v (fields: %s)", n, err, fields)
 			}
 			out = append(out, t)
 		}
@@ -112,16 +129,51 @@ func parseTasks(data []byte) ([]taskSpec, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
 		if err := dec.Decode(&out); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("want JSON lines or a YAML list of {task, url, intent, params}: %v", err)
-		}
-	}
-	for i, t := range out {
-		if strings.TrimSpace(t.Task) == "" || strings.TrimSpace(t.URL) == "" {
-			return nil, fmt.Errorf("task %d: task and url are required", i+1)
+			return nil, fmt.Errorf("want JSON lines or a YAML list of {%s}: %v", fields, err)
 		}
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no tasks in the file")
+	}
+	return out, nil
+}
+
+// benchTaskSpec is one task of a pem bench --tasks file: pem agent run's
+// fields plus the grading ones.
+type benchTaskSpec struct {
+	ID       string            `json:"id" yaml:"id"`
+	Task     string            `json:"task" yaml:"task"`
+	URL      string            `json:"url" yaml:"url"`
+	Intent   string            `json:"intent" yaml:"intent"`
+	Params   map[string]string `json:"params" yaml:"params"`
+	Expected string            `json:"expected" yaml:"expected"`
+	Regex    string            `json:"regex" yaml:"regex"`
+	Volatile bool              `json:"volatile" yaml:"volatile"`
+}
+
+// parseBenchTasks reads a pem bench --tasks file; a task's url defaults to
+// site, and every task must be gradable (bench.PrepareTasks).
+func parseBenchTasks(data []byte, site string) ([]bench.Task, error) {
+	specs, err := parseTaskFile[benchTaskSpec](data, "id, task, url, intent, params, expected, regex, volatile")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bench.Task, len(specs))
+	for i, s := range specs {
+		u := s.URL
+		if u == "" && site == "" {
+			return nil, fmt.Errorf("task %d: no url: give the task a url, or give --site URL", i+1)
+		}
+		if u == "" {
+			u = site
+		} else if site != "" && !strings.Contains(u, "://") {
+			u = strings.TrimSuffix(site, "/") + "/" + strings.TrimPrefix(u, "/")
+		}
+		out[i] = bench.Task{ID: s.ID, Text: s.Task, StartURL: u, Intent: s.Intent, Params: s.Params,
+			Expected: s.Expected, Pattern: s.Regex, Volatile: s.Volatile}
+	}
+	if err := bench.PrepareTasks(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -429,15 +481,20 @@ func newDemoCmd() *cli.Command {
 			"a table and the totals cold vs warm. Each round is its own session and the grader's verdict on each\n" +
 			"run is recorded (pem experience feedback). A first success gives hints (P3); successes from 2\n" +
 			"sessions give P2 (verify, then replay, round 3); an entry becomes verified (P1, straight replay) after\n" +
-			"5 successful runs from at least 2 sessions, so --rounds 6 shows P1.\n" +
+			"5 successful runs from at least 2 sessions, so --rounds 6 shows P1. Every figure printed is measured\n" +
+			"in these runs.\n" +
 			"Uses --knowledge when given, else a temporary tree it names at the end. Exit 0 only when every\n" +
-			"run succeeded.",
+			"run succeeded.\n" +
+			"--serve ADDR serves the demo site (--round, --variant) for your own runs until interrupted and\n" +
+			"prints its URL; the tasks and their answers for that round are listed by pem demo --serve --json.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the runs and totals as JSON"},
 			&cli.IntFlag{Name: "rounds", Value: 2, Usage: "rounds: 1 cold, then warm"},
-			&cli.StringFlag{Name: "variant", Value: demosite.Stable, Usage: "markup of the warm rounds: stable or drift (ids and classes renamed)"},
+			&cli.StringFlag{Name: "variant", Value: demosite.Stable, Usage: "markup of the warm rounds (with --serve: of the site): stable or drift (ids and classes renamed)"},
 			&cli.StringFlag{Name: "only", Usage: "run only these task `IDS` (comma-separated)"},
 			&cli.BoolFlag{Name: "headful", Usage: "show the browser window"},
+			&cli.StringFlag{Name: "serve", Usage: "only serve the demo site on `ADDR` (host:port, e.g. 127.0.0.1:8080) until interrupted; runs nothing"},
+			&cli.IntFlag{Name: "round", Value: 1, Usage: "with --serve: the round whose volatile values the site shows"},
 		},
 		Action: runDemo,
 	}
@@ -500,6 +557,12 @@ func runDemo(c *cli.Context) error {
 	}
 	if variant != demosite.Stable && variant != demosite.Drift {
 		return usagef("--variant %q: use stable or drift", variant)
+	}
+	if c.IsSet("round") && !c.IsSet("serve") {
+		return usagef("--round sets the round --serve shows: add --serve ADDR (pem demo itself runs rounds 1..--rounds)")
+	}
+	if c.IsSet("serve") {
+		return serveDemo(c)
 	}
 	if _, err := bench.Tasks("http://x", 1, variant, c.String("only")); err != nil {
 		return usagef("--only: %v", err)
@@ -569,22 +632,75 @@ func runDemo(c *cli.Context) error {
 	return nil
 }
 
+// serveDemo serves the demo site on --serve until interrupted.
+func serveDemo(c *cli.Context) error {
+	addr, round := c.String("serve"), c.Int("round")
+	if round < 0 {
+		return usagef("--round must be 0 or more")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return usagef("--serve %q: want host:port, e.g. 127.0.0.1:8080 (%v)", addr, err)
+	}
+	site := demosite.New(demosite.Options{Variant: c.String("variant"), Round: round})
+	base, stop, err := site.StartOn(c.Context, addr)
+	if err != nil {
+		return fmt.Errorf("%w: is the port in use? pick another with --serve", err)
+	}
+	defer stop()
+	out := c.App.Writer
+	if c.Bool("json") {
+		type task struct {
+			ID       string `json:"id"`
+			Task     string `json:"task"`
+			URL      string `json:"url"`
+			Expected string `json:"expected"`
+			Volatile bool   `json:"volatile,omitempty"`
+		}
+		var ts []task
+		for _, k := range demosite.Tasks(base, round, c.String("variant")) {
+			ts = append(ts, task{k.ID, k.Text, k.StartURL, k.Expected, k.Volatile})
+		}
+		if err := writeJSON(out, map[string]any{"url": base + "/", "round": round, "variant": c.String("variant"), "tasks": ts}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out, "demo site (round %d, %s markup): %s/\n", round, c.String("variant"), base)
+		fmt.Fprintln(out, "serving until interrupted (Ctrl-C)")
+	}
+	<-c.Context.Done()
+	fmt.Fprintln(c.App.ErrWriter, "pem: demo site stopped")
+	return nil
+}
+
 // ---- pem bench ---------------------------------------------------------
 
 func newBenchCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "measure memory-on against memory-off on the demo site",
-		Description: "Runs the demo tasks for --rounds rounds twice: memory-on (one shared tree, consolidated between\n" +
-			"rounds) and memory-off (the same runs with memory not consulted). Volatile values move every\n" +
-			"round; an answer that repeats last round's value is stale and counts as wrong. Writes\n" +
-			"summary.md, summary.csv and report.html (charts, no network) to --out: accuracy, steps, planner calls, clicks, extract calls,\n" +
-			"prompt characters (what a model would have been sent: task + memory + page observation) and\n" +
-			"duration, per round and in total. --planner (default explore) plans what memory does not replay.",
+		Usage: "measure memory-on against memory-off, on the demo site or your own site and tasks",
+		Description: "Runs the tasks for --rounds rounds twice: memory-on (one shared tree, consolidated after each\n" +
+			"round) and memory-off (the same runs with memory not consulted, in a tree of its own). Every answer\n" +
+			"is graded live and the grader's verdict is recorded in the run's tree (as pem experience feedback\n" +
+			"would). Writes summary.md, summary.csv and\n" +
+			"report.html (charts, no network) to --out: per run, per round and in total, accuracy,\n" +
+			"stale answers, paired harm (memory-on wrong where memory-off was right in the same round), steps,\n" +
+			"planner calls, input and output tokens (the model's usage fields), prompt characters (task +\n" +
+			"memory + page observation per planner call), clicks, extract and search calls, duration, the tier\n" +
+			"served and the memory blocks recalled; both name the planner and the site.\n" +
+			"Without --tasks: the demo site, served on 127.0.0.1; volatile values move every round, and an\n" +
+			"answer that repeats last round's value is stale and counts as wrong.\n" +
+			"--tasks FILE: your own tasks (JSON lines or a YAML list; pem agent run's fields task, url, intent,\n" +
+			"params plus id, expected or regex, volatile), graded by expected (the answer must contain it;\n" +
+			"case, commas and quotes ignored) or regex; url may be relative to --site URL.\n" +
+			"--keep DIR keeps the two trees as DIR/knowledge-on and DIR/knowledge-off (else they are removed).",
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "rounds per arm"},
 			&cli.StringFlag{Name: "out", Value: "bench", Usage: "`DIR` for summary.md, summary.csv and report.html"},
 			&cli.StringFlag{Name: "only", Usage: "run only these task `IDS` (comma-separated)"},
+			&cli.StringFlag{Name: "site", Usage: "your site's `URL` (with --tasks: where tasks without a url start, and the base of relative ones)"},
+			&cli.StringFlag{Name: "tasks", Usage: "your graded tasks in `FILE` instead of the demo's (see the description)"},
+			&cli.StringFlag{Name: "keep", Usage: "keep the memory-on and memory-off trees in `DIR` (must not hold them already)"},
+			&cli.IntFlag{Name: "max-turns", Value: agent.DefaultMaxTurns, Usage: "cap on actions per run"},
 			&cli.BoolFlag{Name: "headful", Usage: "show the browser window"},
 		}, plannerFlags()...),
 		Action: runBench,
@@ -596,58 +712,116 @@ func runBench(c *cli.Context) error {
 	if rounds < 1 {
 		return usagef("--rounds must be at least 1")
 	}
-	if _, err := bench.Tasks("http://x", 1, "", c.String("only")); err != nil {
-		return usagef("--only: %v", err)
+	site := strings.TrimSpace(c.String("site"))
+	if site != "" {
+		if u, err := url.Parse(site); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("--site %q: want an http(s) URL such as https://docs.example.com/", site)
+		}
+	}
+	var tasks []bench.Task
+	if f := c.String("tasks"); f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return usagef("--tasks: %v", err)
+		}
+		if tasks, err = parseBenchTasks(data, site); err != nil {
+			return usagef("--tasks %s: %v", f, err)
+		}
+		if site == "" {
+			site = tasks[0].StartURL
+		}
+		if _, err := bench.PickTasks(tasks, c.String("only")); err != nil {
+			return usagef("--only: %v", err)
+		}
+	} else {
+		if site != "" {
+			return usagef("--site needs --tasks FILE: the tasks to run on your site, each with its expected answer or regex")
+		}
+		if _, err := bench.Tasks("http://x", 1, "", c.String("only")); err != nil {
+			return usagef("--only: %v", err)
+		}
 	}
 	planner, err := plannerFor(c)
 	if err != nil {
 		return err
 	}
+	keep := c.String("keep")
+	if keep != "" {
+		for _, d := range []string{"knowledge-on", "knowledge-off"} {
+			if _, err := os.Stat(filepath.Join(keep, d)); err == nil {
+				return usagef("--keep %s: %s already exists: give a directory that holds no bench trees, so that memory-on starts cold", keep, filepath.Join(keep, d))
+			}
+		}
+	}
 	outDir := c.String("out")
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", outDir, err)
 	}
-	tmp, err := os.MkdirTemp("", "pem-demo-")
-	if err != nil {
-		return err
+	treeDir := keep
+	if treeDir == "" {
+		tmp, err := os.MkdirTemp("", "pem-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		treeDir = tmp
 	}
 	// memory-off deposits into its own tree, so that memory-on's tree only
 	// holds its own evidence.
-	on, onStore, err := demoArm(c, filepath.Join(tmp, "knowledge"))
+	on, onStore, err := demoArm(c, filepath.Join(treeDir, "knowledge-on"))
 	if err != nil {
 		return err
 	}
 	defer onStore.Close()
-	off, offStore, err := demoArm(c, filepath.Join(tmp, "knowledge-off"))
+	off, offStore, err := demoArm(c, filepath.Join(treeDir, "knowledge-off"))
 	if err != nil {
 		return err
 	}
 	defer offStore.Close()
-	h, stop, err := startHarness(c)
+	br, err := launch(c.Context, c.Bool("headful"))
 	if err != nil {
 		return err
 	}
-	defer stop()
-	h.Planner = planner
+	defer br.Close()
+	var h *bench.Harness
+	siteName := "demo site"
+	if len(tasks) > 0 {
+		h, err = bench.Open(c.Context, br, site, logger(c))
+		siteName = site
+	} else {
+		h, err = bench.Start(c.Context, br, logger(c))
+	}
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	h.Planner, h.MaxTurns = planner, c.Int("max-turns")
 	progress := func(r bench.Run) {
-		fmt.Fprintf(c.App.ErrWriter, "round %d memory %-3s %-22s %s %-5v\n", r.Round, r.Memory, r.Task, r.Tier, r.Success)
+		fmt.Fprintf(c.App.ErrWriter, "round %d memory %-3s %-22s %s %-5v %d steps\n", r.Round, r.Memory, r.Task, r.Tier, r.Success, r.Steps)
 	}
-	runs, err := h.Bench(c.Context, on, off, bench.BenchOptions{Rounds: rounds, Only: c.String("only"), Progress: progress})
+	runs, err := h.Bench(c.Context, on, off, bench.BenchOptions{Rounds: rounds, Only: c.String("only"), Tasks: tasks, Progress: progress})
 	if err != nil {
 		return err
 	}
-	md, csvData := bench.Summary(runs, rounds)
+	name := planner.Name()
+	if m := c.String("model"); m != "" {
+		name += " (" + m + ")"
+	}
+	md, csvData := bench.Summary(runs, bench.Info{Planner: name, Site: siteName, Rounds: rounds})
 	if err := os.WriteFile(filepath.Join(outDir, "summary.md"), md, 0o644); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(outDir, "summary.csv"), csvData, 0o644); err != nil {
 		return err
 	}
-	report := bench.Report(runs, bench.ReportOptions{Planner: c.String("planner"), Generated: time.Now().UTC().Format(time.RFC3339)})
+	report := bench.Report(runs, bench.ReportOptions{Planner: name, Site: siteName, Generated: time.Now().UTC().Format(time.RFC3339)})
 	if err := os.WriteFile(filepath.Join(outDir, "report.html"), report, 0o644); err != nil {
 		return err
 	}
 	c.App.Writer.Write(md)
 	fmt.Fprintf(c.App.Writer, "\nwrote %s, %s and %s\n", filepath.Join(outDir, "summary.md"), filepath.Join(outDir, "summary.csv"), filepath.Join(outDir, "report.html"))
+	if keep != "" {
+		fmt.Fprintf(c.App.Writer, "kept the trees: %s and %s\n", filepath.Join(keep, "knowledge-on"), filepath.Join(keep, "knowledge-off"))
+	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pemdev/pem/agent/bench"
 	"github.com/pemdev/pem/agent/demosite"
@@ -204,7 +206,8 @@ func TestBenchCommand(t *testing.T) {
 	needChromium(t)
 	t.Setenv("TMPDIR", t.TempDir()) // the bench's two trees
 	out := filepath.Join(t.TempDir(), "bench")
-	code, stdout, errs := runPem(t, "bench", "--rounds", "3", "--only", "stars", "--out", out)
+	keep := filepath.Join(t.TempDir(), "trees")
+	code, stdout, errs := runPem(t, "bench", "--rounds", "3", "--only", "stars", "--out", out, "--keep", keep)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, errs)
 	}
@@ -216,33 +219,186 @@ func TestBenchCommand(t *testing.T) {
 	if html, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !strings.Contains(string(html), `data-metric="steps"`) || strings.Contains(string(html), "<script") {
 		t.Errorf("report.html (%v) is not the bench report", err)
 	}
+	if !strings.Contains(string(md), "Planner: explore. Site: demo site.") {
+		t.Errorf("summary.md does not name the planner and the site:\n%s", md)
+	}
 	csvData, err := os.ReadFile(filepath.Join(out, "summary.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := strings.Split(strings.TrimSpace(string(csvData)), "\n")
+	rows, err := csv.NewReader(bytes.NewReader(csvData)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
 	var arms []string
+	runs := 0
 	for _, r := range rows[1:] {
-		f := strings.Split(r, ",")
-		arms = append(arms, f[0]+" "+f[1])
+		if r[col["planner"]] != "explore" || r[col["site"]] != "demo site" {
+			t.Errorf("row does not name planner and site: %v", r)
+		}
+		if r[0] == "run" {
+			runs++
+			continue
+		}
+		arm, round, calls := r[col["memory"]], r[col["round"]], r[col["planner_calls"]]
+		arms = append(arms, arm+" "+round)
 		// Round 2 has one session's success: hints (P3), the planner runs.
 		// Round 3 has successes from two sessions: P2, replayed with no planner.
-		if f[0] == "on" && f[1] == "2" && f[6] == "0" {
-			t.Errorf("memory-on round 2 replayed on one session's success: %s", r)
+		if arm == "on" && round == "2" && calls == "0" {
+			t.Errorf("memory-on round 2 replayed on one session's success: %v", r)
 		}
-		if f[0] == "on" && f[1] == "3" && f[6] != "0" {
-			t.Errorf("memory-on round 3 asked the planner: %s", r)
+		if arm == "on" && round == "3" && calls != "0" {
+			t.Errorf("memory-on round 3 asked the planner: %v", r)
 		}
-		if f[0] == "off" && f[6] == "0" {
-			t.Errorf("memory-off ran without the planner: %s", r)
+		if arm == "off" && calls == "0" {
+			t.Errorf("memory-off ran without the planner: %v", r)
 		}
 	}
-	if strings.Join(arms, ",") != "on 1,on 2,on 3,on total,off 1,off 2,off 3,off total" {
-		t.Errorf("summary.csv rows: %v", arms)
+	if runs != 6 || strings.Join(arms, ",") != "on 1,on 2,on 3,on total,off 1,off 2,off 3,off total" {
+		t.Errorf("summary.csv: %d run rows, total rows %v", runs, arms)
 	}
 	for _, want := range []string{"round 1 memory on  stars", "round 2 memory off stars"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("progress lacks %q:\n%s", want, errs)
 		}
+	}
+	// --keep kept both trees, with the graders' verdicts in them.
+	for _, d := range []string{"knowledge-on", "knowledge-off"} {
+		if vs, _ := filepath.Glob(filepath.Join(keep, d, "verdicts", "*", "*", "pem-grader.yaml")); len(vs) != 3 {
+			t.Errorf("%s: %d grader verdicts, want 3", d, len(vs))
+		}
+	}
+	// A second run into the same --keep would not start cold: refused.
+	code, _, errs = runPem(t, "bench", "--rounds", "1", "--only", "stars", "--out", out, "--keep", keep)
+	if code != exitUsage || !strings.Contains(errs, "already exists") {
+		t.Errorf("reused --keep: exit %d\n%s", code, errs)
+	}
+}
+
+// TestBenchFlagErrors: bad flags and bad task files are usage errors that
+// say what to fix, and nothing is written.
+func TestBenchFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yaml", "- task: What command installs Flask?\n  expected: pip install Flask\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rounds", "0"}, "--rounds must be at least 1"},
+		{[]string{"--site", "http://127.0.0.1:1/"}, "--site needs --tasks FILE"},
+		{[]string{"--site", "ftp://x/", "--tasks", good}, "want an http(s) URL"},
+		{[]string{"--tasks", filepath.Join(dir, "missing.yaml")}, "--tasks: open"},
+		{[]string{"--tasks", good}, "no url: give the task a url, or give --site URL"},
+		{[]string{"--site", "http://127.0.0.1:1/", "--tasks", write("nograde.yaml", "- task: x\n")}, "task 1: no grading: give expected"},
+		{[]string{"--site", "http://127.0.0.1:1/", "--tasks", write("both.jsonl", `{"task":"x","expected":"a","regex":"b"}`+"\n")}, "not both"},
+		{[]string{"--site", "http://127.0.0.1:1/", "--tasks", write("badre.jsonl", `{"task":"x","regex":"("}`+"\n")}, "regex \"(\""},
+		{[]string{"--site", "http://127.0.0.1:1/", "--tasks", write("unknown.yaml", "- task: x\n  expected: y\n  colour: red\n")}, "colour"},
+		{[]string{"--site", "http://127.0.0.1:1/", "--tasks", write("dup.yaml", "- {id: a, task: x, expected: y}\n- {id: a, task: z, expected: y}\n")}, "task 2: id \"a\""},
+		{[]string{"--site", "http://127.0.0.1:1/", "--tasks", write("empty.yaml", "")}, "no tasks"},
+		{[]string{"--site", "http://127.0.0.1:1/", "--tasks", good, "--only", "nope"}, "--only: no task \"nope\""},
+		{[]string{"--only", "nope"}, "--only: no demo task"},
+		{[]string{"--model", "m"}, "--planner openai"},
+		{[]string{"--planner", "gpt"}, "use explore, openai or anthropic"},
+	} {
+		out := filepath.Join(dir, "out")
+		keep := filepath.Join(dir, "keep")
+		args := append([]string{"bench", "--out", out, "--keep", keep}, c.args...)
+		code, stdout, errs := runPem(t, args...)
+		if code != exitUsage || !strings.Contains(errs, c.want) || !strings.HasPrefix(errs, "pem: ") {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
+		}
+		for _, p := range []string{out, keep} {
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("%v: %s was written", c.args, p)
+			}
+		}
+		if stdout != "" {
+			t.Errorf("%v: stdout %q", c.args, stdout)
+		}
+	}
+	if code, _, errs := runPem(t, "demo", "--round", "2"); code != exitUsage || !strings.Contains(errs, "add --serve ADDR") {
+		t.Errorf("demo --round without --serve: exit %d %s", code, errs)
+	}
+	if code, _, errs := runPem(t, "demo", "--serve", "nonsense"); code != exitUsage || !strings.Contains(errs, "want host:port") {
+		t.Errorf("demo --serve nonsense: exit %d %s", code, errs)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while pem writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDemoServe: pem demo --serve serves the round and variant asked for
+// until interrupted, and prints its URL and the round's tasks.
+func TestDemoServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"pem", "demo", "--serve", "127.0.0.1:0", "--round", "3", "--variant", "drift", "--json"}, strings.NewReader(""), &out, &errb)
+	}()
+	var v struct {
+		URL   string `json:"url"`
+		Round int    `json:"round"`
+		Tasks []struct {
+			ID, Task, URL, Expected string
+		} `json:"tasks"`
+	}
+	for i := 0; i < 200 && json.Unmarshal([]byte(out.String()), &v) != nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if v.URL == "" || v.Round != 3 || len(v.Tasks) != len(demosite.Tasks("http://x", 3, demosite.Drift)) {
+		cancel()
+		t.Fatalf("output %q (stderr %q)", out.String(), errb.String())
+	}
+	res, err := http.Get(v.URL + "acme/widgets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	stars := demosite.Tasks(v.URL, 3, demosite.Drift)[0]
+	if !strings.Contains(string(body), stars.Expected+"</strong> stars") || !strings.Contains(string(body), `id="`+demosite.Rename("repo-sidebar", true)+`"`) {
+		t.Errorf("the served page is not round 3's drift markup:\n%s", body)
+	}
+	if v.Tasks[0].Expected != stars.Expected {
+		t.Errorf("printed task %+v, want expected %q", v.Tasks[0], stars.Expected)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("interrupted --serve: exit %d, %s", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("pem demo --serve did not stop when interrupted")
+	}
+	if _, err := http.Get(v.URL); err == nil {
+		t.Error("the demo site still answers after the interrupt")
 	}
 }
