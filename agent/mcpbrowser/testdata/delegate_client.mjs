@@ -48,7 +48,7 @@ try {
   });
   out.cancel = "returned";
 } catch (e) {
-  out.cancel = String(e?.name ?? e);
+  out.cancel = `${e?.name ?? "Error"}: ${e?.message ?? e}`;
 }
 out.after = await call("experience_list", {});
 out.asked = asked;
