@@ -134,40 +134,11 @@ func (r *run) loadApproval(ctx context.Context) error {
 // taken. It returns nil to go ahead, or the *ApprovalError (or the
 // cancellation) that stops the run.
 func (r *run) approve(ctx context.Context, a Action, resolvedURL string, replayed bool) error {
-	if len(r.approval) == 0 {
-		return nil
-	}
-	st := engine.ApprovalStep{Action: a.Tool, Selector: a.Selector}
-	if a.Tool == "navigate" {
-		st.URL = resolvedURL
-	} else if r.page != nil {
-		st.URL = r.page.URL()
-	}
-	if a.Selector != "" && (a.Tool == "click" || a.Tool == "type" || a.Tool == "press") {
-		st.Text = r.targetText(ctx, a.Selector, replayed)
-	}
-	m, ok := r.approval.Match(st)
-	if !ok && a.Tool == "type" && a.Submit {
-		// Typing then Enter is a press too.
-		st.Action = "press"
-		m, ok = r.approval.Match(st)
-		st.Action = "type"
-	}
+	req, ok := r.approvalRequest(ctx, a, resolvedURL, replayed)
 	if !ok {
 		return nil
 	}
 	sec := r.cfg.Secrets
-	req := ApprovalRequest{
-		RunID: r.cfg.RunID, Task: Scrub(r.cfg.Task, sec), Step: len(r.steps) + 1, Action: a.Tool,
-		Selector: Scrub(a.Selector, sec), Text: Scrub(st.Text, sec), URL: Scrub(st.URL, sec),
-		Rule: m.Rule, Why: Scrub(m.Why, sec), Replayed: replayed, Tier: r.res.Tier,
-	}
-	if a.Tool == "type" {
-		req.Value = Scrub(a.Value, sec)
-		if r.isPasswordField(a.Selector) && len(SecretNamesIn(a.Value)) == 0 {
-			req.Value = engine.Redacted
-		}
-	}
 	rec := engine.Approval{Step: req.Step, Action: req.Action, Selector: req.Selector, URL: req.URL,
 		Rule: req.Rule, Why: req.Why, Replayed: replayed}
 	var granted bool
@@ -200,6 +171,46 @@ func (r *run) approve(ctx context.Context, a Action, resolvedURL string, replaye
 	}
 	r.blocked = &req
 	return &ApprovalError{Request: req, Decision: rec.Decision, Reason: rec.Note}
+}
+
+// approvalRequest is the request for a step the policy marks (ok true),
+// without asking anyone.
+func (r *run) approvalRequest(ctx context.Context, a Action, resolvedURL string, replayed bool) (ApprovalRequest, bool) {
+	if len(r.approval) == 0 {
+		return ApprovalRequest{}, false
+	}
+	st := engine.ApprovalStep{Action: a.Tool, Selector: a.Selector}
+	if a.Tool == "navigate" {
+		st.URL = resolvedURL
+	} else if r.page != nil {
+		st.URL = r.page.URL()
+	}
+	if a.Selector != "" && (a.Tool == "click" || a.Tool == "type" || a.Tool == "press") {
+		st.Text = r.targetText(ctx, a.Selector, replayed)
+	}
+	m, ok := r.approval.Match(st)
+	if !ok && a.Tool == "type" && a.Submit {
+		// Typing then Enter is a press too.
+		st.Action = "press"
+		m, ok = r.approval.Match(st)
+		st.Action = "type"
+	}
+	if !ok {
+		return ApprovalRequest{}, false
+	}
+	sec := r.cfg.Secrets
+	req := ApprovalRequest{
+		RunID: r.cfg.RunID, Task: Scrub(r.cfg.Task, sec), Step: len(r.steps) + 1, Action: a.Tool,
+		Selector: Scrub(a.Selector, sec), Text: Scrub(st.Text, sec), URL: Scrub(st.URL, sec),
+		Rule: m.Rule, Why: Scrub(m.Why, sec), Replayed: replayed, Tier: r.res.Tier,
+	}
+	if a.Tool == "type" {
+		req.Value = Scrub(a.Value, sec)
+		if r.isPasswordField(a.Selector) && len(SecretNamesIn(a.Value)) == 0 {
+			req.Value = engine.Redacted
+		}
+	}
+	return req, true
 }
 
 // targetText is the visible text of the control selector finds: from the

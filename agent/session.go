@@ -20,9 +20,10 @@ import (
 // Finish deposits the trace through Engine.SaveTrace with the outcome and
 // answer the caller reports. A Session is not safe for concurrent use.
 type Session struct {
-	r     *run
-	start time.Time
-	done  bool
+	r       *run
+	start   time.Time
+	done    bool
+	blocked *ApprovalError
 }
 
 // ErrFinished is returned by Session.Finish for a session already deposited.
@@ -58,6 +59,11 @@ func NewSession(ctx context.Context, cfg RunConfig) (*Session, error) {
 	r.cfg.Intent = sessionIntent(cfg.Intent, cfg.Task)
 	if len(cfg.Secrets) > 0 {
 		r.cfg.Engine = cfg.Engine.WithSecrets(cfg.Secrets)
+	}
+	// The tree's approval policy holds for every step, as in Run; the
+	// session asks cfg.Approver.
+	if err := r.loadApproval(ctx); err != nil {
+		return nil, err
 	}
 	r.res.Tier, r.res.RecallTier = engine.P5, engine.P5
 	if !cfg.NoRecall {
@@ -123,18 +129,56 @@ func (s *Session) Steps() int { return len(s.r.steps) }
 // field is a password field or the value holds a {{secret:NAME}}.
 func (s *Session) Exec(ctx context.Context, a Action) ToolResult {
 	r := s.r
-	if a.Tool == "type" && a.Selector != "" {
-		// Password detection reads the last observed elements; a session has
-		// no observation loop, so describe the field itself.
-		if d, ok := r.page.(Describer); ok {
-			if e, found, err := d.Describe(ctx, a.Selector); err == nil && found {
-				e.Selector = a.Selector
-				r.lastEls = []Element{e}
-			}
+	s.describe(ctx, a)
+	tr := r.exec(ctx, a, r.paramFor(a), false)
+	// A step the approval policy stopped was not taken; unlike a run, a
+	// session goes on (the caller decides what next).
+	s.blocked = nil
+	if r.stop != nil {
+		errors.As(r.stop, &s.blocked)
+		r.stop = nil
+	}
+	return tr
+}
+
+// describe observes the field a types into: password detection reads the
+// last observed elements, and a session has no observation loop.
+func (s *Session) describe(ctx context.Context, a Action) {
+	r := s.r
+	if a.Tool != "type" || a.Selector == "" || len(r.lastEls) == 1 && r.lastEls[0].Selector == a.Selector {
+		return
+	}
+	if d, ok := r.page.(Describer); ok {
+		if e, found, err := d.Describe(ctx, a.Selector); err == nil && found {
+			e.Selector = a.Selector
+			r.lastEls = []Element{e}
 		}
 	}
-	return r.exec(ctx, a, r.paramFor(a), false)
 }
+
+// NeedsApproval returns the approval request for a when the tree's policy
+// (pem.yaml approval:) marks it, nil otherwise; nobody is asked and nothing
+// is recorded. Exec asks RunConfig.Approver for such a step.
+func (s *Session) NeedsApproval(ctx context.Context, a Action) *ApprovalRequest {
+	r := s.r
+	s.describe(ctx, a)
+	resolved := a.Value
+	if a.Tool == "navigate" {
+		if t, err := ResolveURL(r.page.URL(), a.Value); err == nil {
+			a.Value, resolved = t, t
+		}
+	}
+	a.Value = Scrub(a.Value, r.cfg.Secrets)
+	req, ok := r.approvalRequest(ctx, a, resolved, false)
+	if !ok {
+		return nil
+	}
+	return &req
+}
+
+// Blocked is the approval the last Exec stopped at (its step not taken,
+// the decision recorded in the trace), or nil.
+func (s *Session) Blocked() *ApprovalError { return s.blocked }
 
 // Record adds a step the caller carried out itself (a screenshot returned as
 // bytes, a refused approval): tr's Error marks it failed. Values are
@@ -191,10 +235,14 @@ func (s *Session) Finish(ctx context.Context, o Outcome) (*RunResult, error) {
 		URL: r.cfg.StartURL, Steps: r.steps, Outcome: engine.Success, StartedAt: s.start.UTC(),
 		Result:     engine.Result{Answer: res.Answer, FinalURL: Scrub(finalURL, sec), FinalTitle: Scrub(finalTitle, sec)},
 		DurationMs: res.Duration.Milliseconds(), Session: r.cfg.Session,
-		Tier: res.Tier, Params: r.usedParams(), Writer: r.cfg.Engine.Writer,
+		Tier: res.Tier, Params: r.usedParams(), Writer: r.cfg.Engine.Writer, Approvals: r.approvals,
 	}
+	res.Approvals = r.approvals
 	if r.recall != nil && res.Tier != engine.P5 {
 		t.FactsRevision = r.recall.Revision
+	}
+	if !o.Success && o.Category == "" && r.blocked != nil {
+		o.Category = engine.ApprovalRequired // the task stopped at a step nobody approved
 	}
 	if o.Success {
 		t.SuccessCondition = cond

@@ -1,6 +1,10 @@
 package mcpbrowser_test
 
 import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +22,7 @@ import (
 // navigation; left idle, that session's trace is deposited with no
 // browser_done; and the session's end deposits the task it began after.
 func TestGoClientSession(t *testing.T) {
+	t.Parallel() // each its own pem, tree and demo site: their waits overlap
 	needChromium(t)
 	base := demoSite(t)
 	dir := newTree(t)
@@ -132,7 +137,17 @@ func TestGoClientSession(t *testing.T) {
 	consolidate(t, dir)
 
 	// Second session: the Memory section at the first navigation; then idle.
-	cs2, stderr2, stop2 := connect(t, dir, "--idle-timeout", "1s")
+	// Its client can ask its user (elicitation): it says yes, then no.
+	addApproval(t, dir, "  - name: pull requests\n    actions: [click]\n    text: [pull requests]\n")
+	var asked []string
+	answers := []string{"accept", "decline"}
+	elicit := func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		a := answers[0]
+		answers = answers[1:]
+		return &sdk.ElicitResult{Action: a, Content: map[string]any{"approve": a == "accept"}}, nil
+	}
+	cs2, stderr2, stop2 := connectWith(t, dir, &sdk.ClientOptions{ElicitationHandler: elicit}, "--idle-timeout", "1s")
 	nav2, _ := okCall(t, cs2, "browser_navigate", map[string]any{"url": repo, "task": "How many open issues does acme/widgets have?", "intent": intent})
 	if !strings.Contains(nav2.Memory, "## Memory") || !strings.Contains(nav2.Memory, "#issues-tab") || nav2.Tier == engine.P5 {
 		t.Errorf("second session's first navigation: tier %s memory %q", nav2.Tier, nav2.Memory)
@@ -155,6 +170,18 @@ func TestGoClientSession(t *testing.T) {
 	// task. This one visits a second site (the same server as localhost):
 	// one trace per site, the answer on the site it was read on.
 	okCall(t, cs2, "browser_get_text", map[string]any{"selector": "h1", "intent": "read the license"})
+	// A sensitive click: asked, approved, taken; asked again, declined, not taken.
+	if pr, _ := okCall(t, cs2, "browser_click", map[string]any{"selector": "#pull-requests-tab"}); !strings.HasSuffix(pr.URL, "/pulls") {
+		t.Errorf("approved click: now at %s", pr.URL)
+	}
+	refused := call(t, cs2, "browser_click", map[string]any{"selector": "#pull-requests-tab"})
+	if r := decode(t, refused); !refused.IsError || r.Kind != "approval_required" || !strings.Contains(r.Error, "#pull-requests-tab") ||
+		!strings.Contains(r.Hint, "said no") {
+		t.Errorf("declined click: isError %v %+v", refused.IsError, r)
+	}
+	if len(asked) != 2 || !strings.Contains(asked[0], "click #pull-requests-tab") || !strings.Contains(asked[0], `rule "pull requests"`) {
+		t.Errorf("elicitation requests: %q", asked)
+	}
 	other := strings.Replace(repo, "127.0.0.1", "localhost", 1)
 	nav3, _ := okCall(t, cs2, "browser_navigate", map[string]any{"url": other})
 	if nav3.Intent != "read the license" || nav3.Step != 1 {
@@ -182,7 +209,11 @@ func TestGoClientSession(t *testing.T) {
 		}
 	}
 	first, second := bySite["127.0.0.1"], bySite["localhost"]
-	if len(bySite) != 2 || len(first.Steps) != 1 || first.Result.Answer != "" || len(second.Steps) != 2 ||
+	if ap := first.Approvals; len(ap) != 2 || ap[0].Decision != engine.Approved || ap[0].Step != 2 || ap[1].Decision != engine.Refused ||
+		ap[1].Step != 3 || ap[1].Rule != "pull requests" || ap[1].Note != "mcp elicitation" {
+		t.Errorf("approvals in the trace: %+v", ap)
+	}
+	if len(bySite) != 2 || len(first.Steps) != 2 || first.Result.Answer != "" || len(second.Steps) != 2 ||
 		second.Result.Answer != "MIT" || second.Outcome != engine.Success || first.Session != second.Session {
 		t.Errorf("traces of the two-site task: %+v", bySite)
 	}
@@ -197,4 +228,31 @@ func newest(ts []engine.Trace, skip string) engine.Trace {
 		}
 	}
 	return out
+}
+
+// `pem mcp --browser` starts without Chromium: the experience tools answer,
+// and a browser call with no browser to launch is an isError result that
+// says what to install; the server keeps serving.
+func TestNoChromium(t *testing.T) {
+	t.Parallel() // each its own pem, tree and demo site: their waits overlap
+	dir := newTree(t)
+	cmd := exec.Command(pemBinary(t), "mcp", "--knowledge", dir, "--browser")
+	cmd.Env = append(os.Environ(), "PEM_CHROME="+filepath.Join(t.TempDir(), "no-chromium-here"))
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "pem-browser-test", Version: "1"}, nil).
+		Connect(context.Background(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res := call(t, cs, "experience_list", map[string]any{}); res.IsError {
+		t.Errorf("experience_list: %s", text(res))
+	}
+	res := call(t, cs, "browser_navigate", map[string]any{"url": "http://127.0.0.1:9/"})
+	if r := decode(t, res); !res.IsError || r.Kind != "browser_unavailable" || !strings.Contains(r.Error, "starting the browser") ||
+		!strings.Contains(r.Error, "no-chromium-here") || !strings.Contains(r.Hint, "Chromium") {
+		t.Errorf("browser_navigate with no browser: isError %v %+v", res.IsError, r)
+	}
+	if res := call(t, cs, "experience_list", map[string]any{}); res.IsError {
+		t.Errorf("experience_list after the failed launch: %s", text(res))
+	}
 }

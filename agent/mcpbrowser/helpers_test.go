@@ -139,6 +139,19 @@ func waitTraces(tb testing.TB, dir string, n int, d time.Duration) []engine.Trac
 	}
 }
 
+// addApproval appends an approval: section to the tree's pem.yaml.
+func addApproval(tb testing.TB, dir, rules string) {
+	tb.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "pem.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("approval:\n" + rules); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // consolidate runs `pem consolidate` on the tree.
 func consolidate(tb testing.TB, dir string) {
 	tb.Helper()
@@ -153,10 +166,16 @@ func consolidate(tb testing.TB, dir string) {
 // to exit.
 func connect(tb testing.TB, dir string, args ...string) (*sdk.ClientSession, *strings.Builder, func()) {
 	tb.Helper()
+	return connectWith(tb, dir, nil, args...)
+}
+
+// connectWith is connect with client options (an elicitation handler).
+func connectWith(tb testing.TB, dir string, copts *sdk.ClientOptions, args ...string) (*sdk.ClientSession, *strings.Builder, func()) {
+	tb.Helper()
 	cmd := exec.Command(pemBinary(tb), append([]string{"mcp", "--knowledge", dir, "--browser"}, args...)...)
 	stderr := &strings.Builder{}
 	cmd.Stderr = &lockedWriter{w: stderr}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "pem-browser-test", Version: "1"}, nil).
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "pem-browser-test", Version: "1"}, copts).
 		Connect(context.Background(), &sdk.CommandTransport{Command: cmd, TerminateDuration: 20 * time.Second}, nil)
 	if err != nil {
 		tb.Fatalf("connecting to pem mcp --browser: %v (stderr: %s)", err, stderr)

@@ -24,6 +24,7 @@ import (
 // pem consolidate the second gets the Memory section at navigate, and its
 // unfinished task is deposited when the client closes the session.
 func TestTypeScriptClientSession(t *testing.T) {
+	t.Parallel() // each its own pem, tree and demo site: their waits overlap
 	needChromium(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -33,6 +34,7 @@ func TestTypeScriptClientSession(t *testing.T) {
 	base := demoSite(t)
 	dir := newTree(t)
 	repo := base + "/acme/widgets"
+	addApproval(t, dir, "  - name: actions\n    actions: [click]\n    text: [actions]\n")
 
 	type result struct {
 		IsError           bool             `json:"isError"`
@@ -82,6 +84,12 @@ func TestTypeScriptClientSession(t *testing.T) {
 			t.Errorf("%s: want an invalid_arguments isError result with a hint: %+v", k, r)
 		}
 	}
+	// This client declares no elicitation: the sensitive click is not
+	// taken, and the answer names the step.
+	if r := get(first, "sensitive"); !r.IsError || r.StructuredContent["kind"] != "approval_required" ||
+		!strings.Contains(r.Content[0]["text"].(string), "click #actions-tab") {
+		t.Errorf("sensitive click: %+v", r)
+	}
 	read := get(first, "read")
 	answer, _ := read.StructuredContent["extracted_content"].(string)
 	if read.IsError || answer == "" {
@@ -104,7 +112,12 @@ func TestTypeScriptClientSession(t *testing.T) {
 		ts[0].Result.Answer != strings.TrimSpace(answer) || ts[0].Intent != "count open pull requests" {
 		t.Errorf("trace: steps %q (want %q), outcome %s, answer %q, intent %q", got, want, ts[0].Outcome, ts[0].Result.Answer, ts[0].Intent)
 	}
+	if ap := ts[0].Approvals; len(ap) != 1 || ap[0].Decision != engine.Unanswered || ap[0].Selector != "#actions-tab" || ap[0].Step != 3 ||
+		!strings.Contains(ap[0].Note, "elicitation") {
+		t.Errorf("approvals in the trace: %+v", ap)
+	}
 
+	first1 := ts[0].ID
 	consolidate(t, dir)
 	second := run("second")
 	nav := get(second, "navigate")
@@ -115,17 +128,28 @@ func TestTypeScriptClientSession(t *testing.T) {
 	if len(nav.Content) != 1 || !strings.Contains(nav.Content[0]["text"].(string), "## Memory") {
 		t.Errorf("the memory is not in the text the model reads: %v", nav.Content)
 	}
+	// This client asks its user (elicitation, on its protocol version the
+	// server's SDK asks it directly): approved, taken.
+	if r := get(second, "sensitive"); r.IsError || !strings.HasSuffix(r.StructuredContent["url"].(string), "/actions") {
+		t.Errorf("approved sensitive click: %+v", r)
+	}
+	var asked []string
+	json.Unmarshal(second["asked"], &asked)
+	if len(asked) != 1 || !strings.Contains(asked[0], "click #actions-tab") {
+		t.Errorf("elicitation requests: %q", asked)
+	}
 	ts = traces(t, dir)
 	if len(ts) != 2 {
 		t.Fatalf("after the second session closed: %d traces, want 2", len(ts))
 	}
 	var left engine.Trace
 	for _, x := range ts {
-		if len(x.Steps) == 1 {
+		if x.ID != first1 {
 			left = x
 		}
 	}
-	if left.Outcome != engine.Failure || left.FailureCategory != engine.Aborted || left.Steps[0].Action != "navigate" {
+	if left.Outcome != engine.Failure || left.FailureCategory != engine.Aborted || len(left.Steps) != 2 || left.Steps[1].Selector != "#actions-tab" ||
+		len(left.Approvals) != 1 || left.Approvals[0].Decision != engine.Approved {
 		t.Errorf("the unfinished task's trace: %+v", left)
 	}
 }
