@@ -22,6 +22,7 @@ import (
 // names the step); parallel runs leave a trace each; a call the client
 // aborts leaves an aborted trace while the session goes on.
 func TestTypeScriptClientDelegation(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
