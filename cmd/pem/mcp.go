@@ -36,6 +36,8 @@ func newMCPCmd() *cli.Command {
 			"browser_extract and browser_done, on one headless Chromium (system Chromium or PEM_CHROME, launched at the\n" +
 			"first browser call). Every browser call is recorded; the first navigation to a site returns its ## Memory;\n" +
 			"browser_done — or the session's end, or --idle-timeout without a call — saves the run as a trace.\n" +
+			"The delegation tools browser_agent_run, browser_agent_continue and browser_agents_run run pem's own agent\n" +
+			"on that browser (memory first, then the --planner).\n" +
 			"stdout carries protocol only; logs go to stderr (--verbose for more). The server ends when the client\n" +
 			"closes stdin. See docs/mcp.md.",
 		Flags: append([]cli.Flag{
