@@ -80,7 +80,7 @@ type Snapshot struct {
 	// decisions so far (a resumed run's trace keeps them).
 	Approval  *ApprovalRequest  `json:"approval,omitempty"`
 	Approvals []engine.Approval `json:"approvals,omitempty"`
-	Tier     engine.Tier      `json:"tier,omitempty"`
+	Tier      engine.Tier       `json:"tier,omitempty"`
 	// FactsRevision and ReplayDone say which route a replay followed and
 	// how many of its steps were done, so a resume skips them (only while
 	// the facts are unchanged).

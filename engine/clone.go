@@ -41,6 +41,7 @@ func (t *Trace) Clone() *Trace {
 	c.Result.Extracted = maps.Clone(t.Result.Extracted)
 	c.Redactions = slices.Clone(t.Redactions)
 	c.SuccessCondition = cloneCondition(t.SuccessCondition)
+	c.Approvals = slices.Clone(t.Approvals) // no pointers inside
 	return &c
 }
 

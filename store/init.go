@@ -80,7 +80,11 @@ func Init(ctx context.Context, dir string) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	err = s.createFile(configFile, append([]byte(configHeader), body...))
+	starter, err := approvalStarter()
+	if err != nil {
+		return false, err
+	}
+	err = s.createFile(configFile, append(append([]byte(configHeader), body...), starter...))
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil // another Init won the race
 	}
@@ -88,6 +92,26 @@ func Init(ctx context.Context, dir string) (created bool, err error) {
 		return false, fmt.Errorf("initializing %s: %w", dir, err)
 	}
 	return true, nil
+}
+
+// approvalStarter is engine.DefaultApproval as a commented pem.yaml block:
+// a new tree asks for no approval until its owner uncomments it.
+func approvalStarter() ([]byte, error) {
+	b, err := Marshal(struct {
+		Approval engine.ApprovalPolicy `yaml:"approval"`
+	}{engine.DefaultApproval()})
+	if err != nil {
+		return nil, err
+	}
+	out := []byte("# Approval: steps that need a person's yes before the agent takes them, planned\n" +
+		"# or replayed (docs/data-model.md#approval). Uncomment to be asked before payments,\n" +
+		"# deletions and sending:\n")
+	for _, l := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(l) > 0 {
+			out = append(append(out, "# "...), l...)
+		}
+	}
+	return out, nil
 }
 
 // ensureLines creates rel with want, or appends the lines of want it lacks.

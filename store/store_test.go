@@ -204,3 +204,35 @@ func TestApprovalConfigAndTrace(t *testing.T) {
 		t.Errorf("an unknown decision saved: %v", err)
 	}
 }
+
+// The starter approval rules pem init writes, commented out, work once
+// uncommented: they are engine.DefaultApproval.
+func TestInitApprovalStarter(t *testing.T) {
+	s := newTree(t)
+	p := filepath.Join(s.Root(), "pem.yaml")
+	b := mustRead(t, p)
+	if !strings.Contains(string(b), "\n# approval:\n") {
+		t.Fatalf("pem.yaml has no commented approval block:\n%s", b)
+	}
+	before, block, _ := strings.Cut(string(b), "# approval:\n")
+	var out strings.Builder
+	out.WriteString(before + "approval:\n")
+	for _, l := range strings.SplitAfter(block, "\n") {
+		out.WriteString(strings.TrimPrefix(l, "# "))
+	}
+	if err := os.WriteFile(p, []byte(out.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := store.Open(s.Root(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	cfg, err := s2.Config(context.Background())
+	if err != nil {
+		t.Fatalf("the uncommented starter rules: %v", err)
+	}
+	if !reflect.DeepEqual(cfg.Approval, engine.DefaultApproval()) {
+		t.Errorf("uncommented: %+v, want engine.DefaultApproval", cfg.Approval)
+	}
+}

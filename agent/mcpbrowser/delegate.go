@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -247,7 +248,13 @@ type AgentResult struct {
 // call (multi round-trip) hands the client's answers to its job; both wait
 // for the job to finish or to need the client.
 func (d *Delegation) handler(name string, start func(context.Context, *sdk.CallToolRequest, *job, json.RawMessage) error) sdk.ToolHandler {
-	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				d.srv.log.Error("delegation tool panicked", "tool", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				res, err = mcp.ErrorResult(name, "internal", fmt.Sprintf("%s failed inside pem (%v): this is a bug in pem, not in your call; retry once, then go on without this tool", name, p)), nil
+			}
+		}()
 		var raw json.RawMessage
 		var state string
 		var answers sdk.InputResponseMap

@@ -189,6 +189,7 @@ func withRule(t *testing.T, dir, rule string) {
 // parallel runs leave a trace each, and bad arguments are isError results
 // on a session that goes on working.
 func TestDelegatedRunsReplayAndRunInParallel(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	repo := demoSite(t) + "/acme/widgets"
 	dir := newTree(t)
@@ -321,6 +322,7 @@ func TestDelegatedRunsReplayAndRunInParallel(t *testing.T) {
 // person says yes. Both ways of asking are covered: an input-required
 // result (the SDK's latest protocol) and a direct elicitation (2025-11-25).
 func TestDelegatedApproval(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	repo := demoSite(t) + "/acme/widgets"
 	dir := newTree(t)
@@ -399,6 +401,7 @@ func TestDelegatedApproval(t *testing.T) {
 
 // A delegated run cancelled by the client stops, leaving an aborted trace.
 func TestDelegatedRunCancel(t *testing.T) {
+	t.Parallel()
 	needChromium(t)
 	repo := demoSite(t) + "/acme/widgets"
 	dir := newTree(t)
