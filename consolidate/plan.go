@@ -294,6 +294,8 @@ func Plan(now time.Time, in Input) *Changeset {
 	judged := map[Key][]string{}
 	verdicts := append([]*engine.Verdict(nil), in.Verdicts...)
 	sort.SliceStable(verdicts, func(i, j int) bool { return verdicts[i].At.Before(verdicts[j].At) })
+	byTrace := map[Key]map[string][]int{}
+	recount := map[Key]bool{}
 	for _, v := range verdicts {
 		if v == nil {
 			continue
@@ -312,10 +314,17 @@ func Plan(now time.Time, in Input) *Changeset {
 		if x == nil {
 			continue
 		}
-		for i := range x.Evidence {
-			if x.Evidence[i].Trace != v.Trace {
-				continue
+		// One index of each entry's evidence by trace id (Clone keeps the
+		// order), so V verdicts cost V lookups, not V scans.
+		pos := byTrace[k]
+		if pos == nil {
+			pos = make(map[string][]int, len(x.Evidence))
+			for i := range x.Evidence {
+				pos[x.Evidence[i].Trace] = append(pos[x.Evidence[i].Trace], i)
 			}
+			byTrace[k] = pos
+		}
+		for _, i := range pos[v.Trace] {
 			if probe := x.Evidence[i]; !engine.ApplyVerdict(&probe, v) {
 				continue // folded before: nothing changes
 			}
@@ -324,7 +333,7 @@ func Plan(now time.Time, in Input) *Changeset {
 				work[k] = x
 			}
 			engine.ApplyVerdict(&x.Evidence[i], v)
-			x.Recount()
+			recount[k] = true
 			judged[k] = append(judged[k], verdictPath(v))
 			reason := fmt.Sprintf("%s judged it %s", v.Judge, v.Verdict)
 			if v.Verdict == engine.Wrong {
@@ -337,6 +346,9 @@ func Plan(now time.Time, in Input) *Changeset {
 			}
 			plan.Changes = append(plan.Changes, Change{Kind: KindJudge, Trace: v.Trace, Key: k, Reason: reason})
 		}
+	}
+	for k := range recount {
+		work[k].Recount()
 	}
 
 	keys := map[Key]bool{}

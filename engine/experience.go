@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -74,8 +76,7 @@ func (x *Experience) Fold(t *Trace) bool {
 	if x.Domain == "" {
 		x.Domain, x.Intent, x.IntentKey = t.Domain, t.Intent, t.IntentKey
 	}
-	x.Evidence = append(x.Evidence, EvidenceOf(t))
-	sortEvidence(x.Evidence)
+	x.Evidence = insertEvidence(x.Evidence, EvidenceOf(t))
 	if t.TaskType != "" && !contains(x.TaskTypes, t.TaskType) {
 		x.TaskTypes = append(x.TaskTypes, t.TaskType)
 		sort.Strings(x.TaskTypes)
@@ -172,6 +173,30 @@ func (x *Experience) URLPatterns() []string {
 		return ps[i] < ps[j]
 	})
 	return ps
+}
+
+// insertEvidence adds e to ev in stored order (time, then trace id) in one
+// linear pass: a new run is usually the newest, so it is found from the end.
+// Evidence out of order (a hand edit) is sorted whole.
+func insertEvidence(ev []Evidence, e Evidence) []Evidence {
+	if !slices.IsSortedFunc(ev, cmpEvidence) {
+		ev = append(ev, e)
+		sortEvidence(ev)
+		return ev
+	}
+	i := len(ev)
+	for i > 0 && cmpEvidence(ev[i-1], e) > 0 {
+		i--
+	}
+	return slices.Insert(ev, i, e)
+}
+
+// cmpEvidence orders evidence as stored: by time, then trace id.
+func cmpEvidence(a, b Evidence) int {
+	if c := a.At.Compare(b.At); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Trace, b.Trace)
 }
 
 func sortEvidence(ev []Evidence) {
