@@ -377,8 +377,9 @@ type entry struct {
 // domainEntries gathers a domain's entries from facts, experience and the
 // traces consolidation has not folded yet. It reads only that domain's files.
 // With only set, it gathers that one intent key and reads nothing of the
-// others: traces folded into other entries are recognised by the engine's
-// memo of trace id → intent key (traces are immutable, so it never goes stale).
+// others: the traces of other intents are left out by the store's trace
+// index (TraceIndex) when it has one, else by the engine's memo of trace id
+// → intent key (traces are immutable, so it never goes stale).
 func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[string]*entry, []string, error) {
 	var warnings []string
 	want := func(k string) bool { return only == "" || k == only }
@@ -439,7 +440,13 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 			en.types = append(en.types, f.TaskType)
 		}
 	}
-	refs, err := e.Store.TraceRefs(ctx, domain)
+	var refs []TraceRef
+	ti, indexed := e.Store.(TraceIndex)
+	if only != "" && indexed {
+		refs, err = ti.IntentTraceRefs(ctx, domain, only)
+	} else {
+		refs, err = e.Store.TraceRefs(ctx, domain)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -54,6 +54,7 @@ type Store struct {
 	records *lru // facts, experience, pem.yaml
 	traces  *lru
 	dirs    *lru
+	dayIdx  *lru // trace index of each day directory (traceindex.go)
 
 	closeOnce sync.Once
 
@@ -110,7 +111,8 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("opening knowledge tree %s: %w", dir, err)
 	}
 	s := &Store{dir: abs, root: root, now: time.Now, log: slog.New(slog.DiscardHandler),
-		records: newLRU(maxRecordEntries), traces: newLRU(maxTraceEntries), dirs: newLRU(maxDirEntries)}
+		records: newLRU(maxRecordEntries), traces: newLRU(maxTraceEntries), dirs: newLRU(maxDirEntries),
+		dayIdx: newLRU(maxDirEntries)}
 	if opts != nil {
 		if opts.Now != nil {
 			s.now = opts.Now
