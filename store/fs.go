@@ -232,6 +232,9 @@ func (s *Store) writeTemp(rel string, data []byte) (string, error) {
 // from a fsynced temporary file, which fails if the name is taken, so two
 // writers never overwrite each other. Returns fs.ErrExist if it is.
 func (s *Store) createFile(rel string, data []byte) error {
+	if handled, err := s.createAt(rel, data); handled {
+		return err
+	}
 	dir := path.Dir(rel)
 	var err error
 	// A concurrent DeleteTrace may remove an empty day directory between

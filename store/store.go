@@ -56,6 +56,10 @@ type Store struct {
 	dirs    *lru
 	dayIdx  *lru // trace index of each day directory (traceindex.go)
 
+	idxMu   sync.Mutex
+	dayLast map[string]*dayKeys // the latest index of each day, trusted or not
+	saved   map[string]string   // trace id → intent key of traces this store wrote
+
 	closeOnce sync.Once
 
 	// dirFile is the tree's directory, opened on first use by openNoLinks.
@@ -274,6 +278,9 @@ func (s *Store) PutTrace(ctx context.Context, t *engine.Trace) (string, error) {
 	}
 	err = s.createFile(rel, data)
 	s.forgetDirs(rel)
+	if err == nil {
+		s.noteSaved(t.ID, t.IntentKey)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("%s: %w: traces are immutable; save the run with a new id", rel, engine.ErrExists)
 	}

@@ -64,6 +64,8 @@ type dayKeys struct {
 	trusted bool   // id was old enough when listed to show any later change
 	lines   []byte
 
+	known map[string]string // id → key, when built in this process
+
 	mu    sync.Mutex
 	hits  int
 	byKey map[string][]string
@@ -75,7 +77,10 @@ func (d *dayKeys) lookup(keys ...string) ([]string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.byKey == nil && d.hits > 0 {
-		keys, ok := parseLines(d.lines)
+		keys, ok := d.known, true
+		if keys == nil {
+			keys, ok = parseLines(d.lines)
+		}
 		if !ok {
 			return nil, false
 		}
@@ -168,7 +173,7 @@ func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engi
 		}
 		ids, ok := dk.lookup(key, unknownKey)
 		if !ok { // a damaged index file: rebuild it from the directory
-			if dk, err = s.rebuildDayKeys(ctx, domain, day, nil); err != nil {
+			if dk, err = s.rebuildDayKeys(ctx, domain, day, nil, nil); err != nil {
 				return nil, err
 			}
 			if ids, ok = dk.lookup(key, unknownKey); !ok {
@@ -195,21 +200,34 @@ func (s *Store) dayKeys(ctx context.Context, domain, day string) (*dayKeys, erro
 	if v, ok := s.dayIdx.get(dir, idOf(fi), start); ok {
 		return v.(*dayKeys), nil
 	}
-	old := s.readDayKeys(traceKeysDir + "/" + domain + "/" + day)
-	if old != nil && old.trusted && old.id == fmt.Sprint(idOf(fi)) {
-		s.dayIdx.put(dir, idOf(fi), old, start)
-		return old, nil
-	}
+	// What this process last knew of the day (a directory that changed
+	// too recently to trust is listed again, but its keys are known), else
+	// the index file.
 	var known map[string]string
-	if old != nil {
-		known, _ = parseLines(old.lines)
+	s.idxMu.Lock()
+	if dk := s.dayLast[dir]; dk != nil {
+		known = dk.known
 	}
-	return s.rebuildDayKeys(ctx, domain, day, known)
+	s.idxMu.Unlock()
+	var old *dayKeys
+	if known == nil {
+		old = s.readDayKeys(traceKeysDir + "/" + domain + "/" + day)
+		if old != nil && old.trusted && old.id == fmt.Sprint(idOf(fi)) {
+			s.dayIdx.put(dir, idOf(fi), old, start)
+			return old, nil
+		}
+		if old != nil {
+			known, _ = parseLines(old.lines)
+		}
+	}
+	return s.rebuildDayKeys(ctx, domain, day, known, old)
 }
 
 // rebuildDayKeys lists the day directory, learns the keys of the traces
-// known does not hold, and writes the index.
-func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known map[string]string) (*dayKeys, error) {
+// known does not hold, and writes the index when it learned something by
+// reading files or the directory became old enough to trust (old: the
+// index file as read, if it was).
+func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known map[string]string, old *dayKeys) (*dayKeys, error) {
 	dir := tracesDir + "/" + domain + "/" + day
 	start := s.now()
 	fi, err := os.Lstat(s.abs(dir))
@@ -221,6 +239,7 @@ func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known ma
 		return nil, err
 	}
 	keys := make(map[string]string, len(ents))
+	kept := 0 // keys taken from known
 	var learn []string
 	for _, e := range ents {
 		id, ok := strings.CutSuffix(e.name, yamlExt)
@@ -228,6 +247,11 @@ func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known ma
 			continue
 		}
 		if k, ok := known[id]; ok && k != unknownKey && engine.ValidKey(k) {
+			keys[id] = k
+			kept++
+			continue
+		}
+		if k, ok := s.savedKey(id); ok {
 			keys[id] = k
 			continue
 		}
@@ -244,12 +268,46 @@ func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known ma
 	for i, id := range learn {
 		keys[id] = found[i]
 	}
-	dk := &dayKeys{id: fmt.Sprint(idOf(fi)), trusted: trusted(fi, start), lines: formatLines(keys)}
-	s.writeDayKeys(traceKeysDir+"/"+domain+"/"+day, dk) // best effort: it is a cache
+	dk := &dayKeys{id: fmt.Sprint(idOf(fi)), trusted: trusted(fi, start), lines: formatLines(keys), known: keys}
+	// Rewrite the file when that saves a later process work: keys learned
+	// by reading traces, traces gone, or a listing it can now trust. Keys
+	// of this process's own saves alone are not worth a write per save (a
+	// later process learns them from one line of each file).
+	gone := old != nil && kept < len(known)
+	if len(learn) > 0 || gone || dk.trusted && (old == nil || !old.trusted || old.id != dk.id) {
+		s.writeDayKeys(traceKeysDir+"/"+domain+"/"+day, dk) // best effort: it is a cache
+	}
+	s.idxMu.Lock()
+	if s.dayLast == nil || len(s.dayLast) >= maxDirEntries {
+		s.dayLast = map[string]*dayKeys{}
+	}
+	s.dayLast[dir] = dk
+	s.idxMu.Unlock()
 	if dk.trusted {
 		s.dayIdx.put(dir, idOf(fi), dk, start)
 	}
 	return dk, nil
+}
+
+// noteSaved remembers the intent key of a trace this store just wrote, so
+// the index learns it without reading the file back.
+func (s *Store) noteSaved(id, key string) {
+	if !engine.ValidKey(key) {
+		return
+	}
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	if s.saved == nil || len(s.saved) >= maxTraceEntries {
+		s.saved = map[string]string{}
+	}
+	s.saved[id] = key
+}
+
+func (s *Store) savedKey(id string) (string, bool) {
+	s.idxMu.Lock()
+	defer s.idxMu.Unlock()
+	k, ok := s.saved[id]
+	return k, ok
 }
 
 // traceKeyOf learns one trace's intent key: from its single top-level
