@@ -49,6 +49,9 @@ const (
 	// KindQuarantine: a trace the injection screen flags (engine.Injection)
 	// is not folded: no evidence, never the route; it expires like any other.
 	KindQuarantine Kind = "quarantine"
+	// KindCompact: evidence whose weight decayed below compact_below_weight
+	// moves into the entry's digest (engine.Digest): counts, no items.
+	KindCompact Kind = "compact"
 )
 
 // Change is one decision of a plan, with its reason.
@@ -83,6 +86,8 @@ func (c Change) String() string {
 		return fmt.Sprintf("expire trace %s (%s): %s", c.Trace, c.Key.Domain, c.Reason)
 	case KindQuarantine:
 		return fmt.Sprintf("quarantine trace %s of %s: %s", c.Trace, c.Key, c.Reason)
+	case KindCompact:
+		return fmt.Sprintf("compact %s: %s", c.Key, c.Reason)
 	}
 	return fmt.Sprintf("%s %s: %s", c.Kind, c.Key, c.Reason)
 }
@@ -263,6 +268,11 @@ func Plan(now time.Time, in Input) *Changeset {
 				Reason: "the files of " + k.String() + " cannot be read (" + why + "); fold after fixing them"})
 			continue
 		}
+		if x0 := work[k]; x0 != nil && x0.Digest.Holds(t.StartedAt) || x0 == nil && in.Experience[k] != nil && in.Experience[k].Digest.Holds(t.StartedAt) {
+			plan.Changes = append(plan.Changes, Change{Kind: KindSkip, Trace: t.ID, Key: k,
+				Reason: "it started before the evidence " + k.String() + " has compacted (engine.Digest): it could be a run already counted, so it is not counted again"})
+			continue
+		}
 		if why := engine.Injection(t); why != "" {
 			quarantined[t.ID] = k
 			plan.Changes = append(plan.Changes, Change{Kind: KindQuarantine, Trace: t.ID, Key: k,
@@ -371,6 +381,30 @@ func Plan(now time.Time, in Input) *Changeset {
 		}
 		return sorted[i].IntentKey < sorted[j].IntentKey
 	})
+	// Compact what decayed below compact_below_weight (engine.Digest), so
+	// the file and the work on it stay flat under steady load.
+	for _, k := range sorted {
+		if _, ok := in.Broken[k]; ok {
+			continue
+		}
+		x := work[k]
+		if x == nil {
+			x = in.Experience[k]
+		}
+		if x == nil || x.Compactable(now, p) == 0 {
+			continue
+		}
+		if work[k] == nil {
+			x = x.Clone()
+			work[k] = x
+		}
+		n := len(x.Evidence)
+		x.Compact(now, p)
+		plan.Changes = append(plan.Changes, Change{Kind: KindCompact, Key: k,
+			Reason: fmt.Sprintf("%d %s started before %s, weighing below compact_below_weight %g: kept as counts in its digest (%d runs in all)",
+				n-len(x.Evidence), plural(n-len(x.Evidence), "item", "items"), x.Digest.Before.Format(time.RFC3339), p.CompactBelowWeight,
+				x.Digest.Successes+x.Digest.Failures)})
+	}
 	for _, k := range sorted {
 		if _, ok := in.Broken[k]; ok {
 			continue
@@ -425,7 +459,7 @@ func planEntry(now time.Time, p engine.Policy, k Key, base, x *engine.Experience
 	} else {
 		x = base
 	}
-	if x == nil || len(x.Evidence) == 0 {
+	if x == nil || len(x.Evidence) == 0 && x.Digest == nil {
 		// Facts with no evidence (hand-written, or a patch before any run):
 		// nothing to judge them by.
 		if e.Experience == nil {
@@ -463,7 +497,7 @@ func planEntry(now time.Time, p engine.Policy, k Key, base, x *engine.Experience
 		}
 	}
 
-	e.Score = engine.Confidence(x.Evidence, now, p)
+	e.Score = engine.ScoreOf(x.Evidence, x.Digest, now, p)
 	if f != nil {
 		cur := f.Status
 		next, why := engine.NextStatus(cur, e.Score, f.HasPageText(), p)

@@ -99,5 +99,6 @@ func (x *Experience) Clone() *Experience {
 		}
 	}
 	c.Evidence = slices.Clone(x.Evidence)
+	c.Digest = x.Digest.Clone()
 	return &c
 }

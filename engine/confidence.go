@@ -100,8 +100,16 @@ func ConfidenceOf(S, F, c1 float64) float64 {
 // ConfidenceOf). No runs: confidence 0 (tier P5). Evidence with the same trace
 // id counts once; lessons (no steps) count as no run at all.
 func Confidence(ev []Evidence, now time.Time, p Policy) Score {
+	return ScoreOf(ev, nil, now, p)
+}
+
+// ScoreOf is Confidence over live evidence ev and an entry's compacted
+// evidence d (nil: none; see Digest): counts and weights add up, sessions
+// join, and the rules on the latest outcomes read the live evidence first,
+// then the newest end of the digest.
+func ScoreOf(ev []Evidence, d *Digest, now time.Time, p Policy) Score {
 	var sc Score
-	if len(ev) == 0 {
+	if len(ev) == 0 && d == nil {
 		return sc
 	}
 	seen := make(map[string]struct{}, len(ev))
@@ -158,8 +166,6 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 			judged = i
 		}
 	}
-	sc.Sessions = len(sessions)
-	sc.Confidence = ConfidenceOf(sc.S, sc.F, p.FirstSuccessConfidence)
 	newestFirst(ev, route)
 	for _, i := range route[:min(len(route), p.VerifiedLastN)] {
 		sc.LastN = append(sc.LastN, ev[i].Outcome)
@@ -173,6 +179,41 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 	if judged >= 0 && ev[judged].Verdict == Wrong {
 		sc.OpenWrong, sc.OpenWrongRevision = ev[judged].Trace, ev[judged].Revision
 	}
+	if d != nil {
+		h := d.HalfLifeDays
+		if h <= 0 {
+			h = p.HalfLifeDays
+		}
+		scale := Decay(now.Sub(d.Before), h)
+		sc.S += d.S * scale
+		sc.F += d.F * scale
+		sc.Successes += d.Successes
+		sc.Failures += d.Failures
+		sc.Gates += d.Gates
+		sc.NoFault += d.NoFault
+		sc.Lessons += d.Lessons
+		sc.Confirmed += d.Confirmed
+		for _, s := range d.Sessions {
+			sessions[s] = struct{}{}
+		}
+		for _, o := range d.Recent {
+			if len(sc.LastN) >= p.VerifiedLastN {
+				break
+			}
+			sc.LastN = append(sc.LastN, o)
+		}
+		if sc.Streak == len(route) { // every live route run failed (or none)
+			sc.Streak += d.Streak
+		}
+		if newest < 0 {
+			sc.OpenGate = d.OpenGate
+		}
+		if judged < 0 {
+			sc.OpenWrong, sc.OpenWrongRevision = d.OpenWrong, d.OpenWrongRevision
+		}
+	}
+	sc.Sessions = len(sessions)
+	sc.Confidence = ConfidenceOf(sc.S, sc.F, p.FirstSuccessConfidence)
 	return sc
 }
 

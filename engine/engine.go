@@ -349,11 +349,12 @@ func (e *Engine) savedRecall(ctx context.Context, t *Trace) (*Recall, error) {
 	}
 	en := &entry{key: t.IntentKey, intent: t.Intent}
 	var ev []Evidence
+	var digest *Digest
 	folded := map[string]bool{}
 	x, err := e.Store.Experience(ctx, t.Domain, t.IntentKey)
 	switch {
 	case err == nil:
-		ev = x.Evidence
+		ev, digest = x.Evidence, x.Digest
 		en.intent = x.Intent
 		for i := range x.Evidence {
 			folded[x.Evidence[i].Trace] = true
@@ -392,14 +393,14 @@ func (e *Engine) savedRecall(ctx context.Context, t *Trace) (*Recall, error) {
 			}
 			m = e.remember(tr)
 		}
-		if m.key == t.IntentKey && m.quarantined == "" {
+		if m.key == t.IntentKey && m.quarantined == "" && !digest.Holds(m.ev.At) {
 			ev = append(ev, m.ev)
 		}
 	}
-	if m := e.remember(t); m.quarantined == "" && !folded[t.ID] {
+	if m := e.remember(t); m.quarantined == "" && !folded[t.ID] && !digest.Holds(m.ev.At) {
 		ev = append(ev, m.ev)
 	}
-	en.exp = &Experience{Evidence: ev}
+	en.exp = &Experience{Evidence: ev, Digest: digest}
 	return e.recall(en, NormalizedURL{Domain: t.Domain}, MatchExact, cfg.Policy), nil
 }
 
@@ -556,6 +557,9 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 			en.quarantined = append(en.quarantined, t.ID+": "+why)
 			continue
 		}
+		if en.digest().Holds(t.StartedAt) {
+			continue // it may be a run the digest counts: consolidation never folds it either
+		}
 		en.pending = append(en.pending, t)
 		if !contains(en.patterns, t.URLPattern) {
 			en.patterns = append(en.patterns, t.URLPattern)
@@ -708,15 +712,28 @@ func (en *entry) evidence() []Evidence {
 	return ev
 }
 
+// digest is the entry's compacted evidence, if any.
+func (en *entry) digest() *Digest {
+	if en.exp == nil {
+		return nil
+	}
+	return en.exp.Digest
+}
+
 // recall answers for one entry at n (n.Path "" : no URL to check the page
 // type against), found by match. The tier comes from DecideTier.
 func (e *Engine) recall(en *entry, n NormalizedURL, match string, p Policy) *Recall {
 	r := emptyRecall(n.Domain)
 	r.Intent, r.IntentKey, r.Match = en.intent, en.key, match
 	ev := en.evidence()
-	sc := Confidence(ev, e.now(), p)
+	sc := ScoreOf(ev, en.digest(), e.now(), p)
 	r.SuccessCount, r.FailureCount = sc.Successes, sc.Failures-sc.NoFault
 	r.LessonCount, r.ConfirmedCount = sc.Lessons, sc.Confirmed
+	if d := en.digest(); d != nil {
+		r.AbortedCount += d.ByCategory[Aborted]
+		r.PlannerErrorCount += d.ByCategory[PlannerError]
+		r.JudgedWrongCount += d.ByCategory[JudgedWrong]
+	}
 	for _, x := range ev {
 		if !x.IsRun() {
 			continue

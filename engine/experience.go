@@ -29,6 +29,9 @@ type Experience struct {
 	LastSuccessAt time.Time                 `yaml:"last_success_at,omitempty" json:"last_success_at,omitempty"`
 	LastFailureAt time.Time                 `yaml:"last_failure_at,omitempty" json:"last_failure_at,omitempty"`
 	Evidence      []Evidence                `yaml:"evidence" json:"evidence"`
+	// Digest holds the evidence compacted away as it decayed (see Digest);
+	// the totals above count it too.
+	Digest *Digest `yaml:"digest,omitempty" json:"digest,omitempty"`
 }
 
 // Counts are successes and failures.
@@ -149,6 +152,41 @@ func (x *Experience) Recount() {
 			if e.At.After(x.LastFailureAt) {
 				x.LastFailureAt = e.At
 			}
+		}
+	}
+	if d := x.Digest; d != nil {
+		x.Attempts += d.Successes + d.Failures
+		x.Successes += d.Successes
+		x.Failures += d.Failures
+		x.Lessons += d.Lessons
+		steps += float64(d.Steps)
+		dur += float64(d.DurationMs)
+		for c, n := range d.ByCategory {
+			if x.ByCategory == nil {
+				x.ByCategory = map[FailureCategory]int{}
+			}
+			x.ByCategory[c] += n
+		}
+		for pt, c := range d.Patterns {
+			if c == nil {
+				continue
+			}
+			if x.Patterns == nil {
+				x.Patterns = map[string]*Counts{}
+			}
+			pc := x.Patterns[pt]
+			if pc == nil {
+				pc = &Counts{}
+				x.Patterns[pt] = pc
+			}
+			pc.OK += c.OK
+			pc.Fail += c.Fail
+		}
+		if d.LastSuccessAt.After(x.LastSuccessAt) {
+			x.LastSuccessAt = d.LastSuccessAt
+		}
+		if d.LastFailureAt.After(x.LastFailureAt) {
+			x.LastFailureAt = d.LastFailureAt
 		}
 	}
 	if x.Attempts > 0 {

@@ -37,6 +37,11 @@ type Policy struct {
 	JudgedWrongWeight        float64 `yaml:"judged_wrong_weight" json:"judged_wrong_weight"` // a run a verdict judged wrong
 
 	MemoryMaxChars int `yaml:"memory_max_chars" json:"memory_max_chars"`
+
+	// CompactBelowWeight: consolidation compacts an entry's evidence whose
+	// decayed weight fell below it (and whose traces expired) into the
+	// entry's digest (engine.Digest, docs/data-model.md); 0 keeps every item.
+	CompactBelowWeight float64 `yaml:"compact_below_weight" json:"compact_below_weight"`
 }
 
 // DefaultPolicy returns the thresholds of DESIGN §4.
@@ -63,6 +68,7 @@ func DefaultPolicy() Policy {
 		EnvironmentFailureWeight: 0.25,
 		JudgedWrongWeight:        3,
 		MemoryMaxChars:           2000,
+		CompactBelowWeight:       0.01, // 0.5^6.64: about 200 days at half_life_days 30
 	}
 }
 
@@ -104,6 +110,11 @@ func (p Policy) Validate() error {
 		return bad("failure weights", fmt.Sprint(p.RouteFailureWeight, p.EnvironmentFailureWeight, p.JudgedWrongWeight))
 	case p.MemoryMaxChars < 200:
 		return bad("memory_max_chars", p.MemoryMaxChars)
+	case p.CompactBelowWeight < 0 || p.CompactBelowWeight >= 1:
+		return bad("compact_below_weight", p.CompactBelowWeight)
+	case p.CompactBelowWeight > 0 && (p.VerifiedSessions > MaxDigestSessions || p.P2Sessions > MaxDigestSessions || p.AnswerSessions > MaxDigestSessions ||
+		p.VerifiedLastN > MaxDigestRecent || p.ContestLastN > MaxDigestRecent):
+		return fmt.Errorf("pem.yaml: with compact_below_weight on, session counts and last-N settings must be at most %d (what compacted evidence keeps): lower them, or set compact_below_weight: 0", MaxDigestSessions)
 	}
 	return nil
 }
