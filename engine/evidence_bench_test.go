@@ -74,6 +74,7 @@ func BenchmarkEvidenceConfidence(b *testing.B) {
 func BenchmarkEvidenceFold(b *testing.B) {
 	benchRatio(b, func(b *testing.B, n int) {
 		ev := benchEvidence(n)
+		sortEvidence(ev) // as stored: oldest first
 		x := &Experience{Format: Format, Domain: "example.com", Intent: "t", IntentKey: "t", Evidence: ev}
 		x.Recount()
 		base := time.Date(2025, 8, 1, 0, 0, 0, 0, time.UTC)

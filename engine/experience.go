@@ -237,14 +237,7 @@ func cmpEvidence(a, b Evidence) int {
 	return strings.Compare(a.Trace, b.Trace)
 }
 
-func sortEvidence(ev []Evidence) {
-	sort.SliceStable(ev, func(i, j int) bool {
-		if !ev[i].At.Equal(ev[j].At) {
-			return ev[i].At.Before(ev[j].At)
-		}
-		return ev[i].Trace < ev[j].Trace
-	})
-}
+func sortEvidence(ev []Evidence) { slices.SortStableFunc(ev, cmpEvidence) }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
 
