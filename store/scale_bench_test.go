@@ -46,23 +46,13 @@ func hotTree(b *testing.B, traces int) string {
 	return filepath.Join(dir, "knowledge")
 }
 
-// pemBinary builds cmd/pem once per benchmark binary.
-var pemBinaryPath string
-
+// pemBinary builds cmd/pem into a temporary directory of b (removed when b ends).
 func pemBinary(b *testing.B) string {
 	b.Helper()
-	if pemBinaryPath != "" {
-		return pemBinaryPath
-	}
-	dir, err := os.MkdirTemp("", "pem-bench-bin-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin := filepath.Join(dir, "pem")
+	bin := filepath.Join(b.TempDir(), "pem")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/pemdev/pem/cmd/pem").CombinedOutput(); err != nil {
 		b.Fatalf("building pem (go must be on PATH): %v\n%s", err, out)
 	}
-	pemBinaryPath = bin
 	return bin
 }
 
