@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -249,6 +250,40 @@ func TestQueryReadsOnlyItsIntentsTraces(t *testing.T) {
 	for _, r := range refs {
 		if slices.Contains(byKey["read-the-news"], r.ID) {
 			_ = os.Remove(filepath.Join(s.Root(), filepath.FromSlash(store.TracePath(r))))
+		}
+	}
+}
+
+// A save reports what a query right after it answers, though it reads no
+// trace it met before: across intents, sessions and outcomes, with traces
+// saved by another process in between.
+func TestSaveReportsWhatQueryAnswers(t *testing.T) {
+	ctx := context.Background()
+	s := newTree(t)
+	e := engine.New(s)
+	other := engine.New(openLater(t, s.Root()))
+	u := "https://example.com/p/1"
+	for i := range 18 {
+		intent := []string{"find the price", "read the news", "open a ticket"}[i%3]
+		req := engine.SaveRequest{URL: u, Intent: intent, Session: fmt.Sprintf("s%d", i%4),
+			Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "navigate", URL: u}, {Action: "click", Selector: "#go"}, {Action: "get_text", Selector: ".price", Result: "42"}}}}
+		if i%5 == 4 {
+			req.Outcome = "failure"
+		}
+		saver := e
+		if i%4 == 3 {
+			saver = other // another process's save: the first engine has not met it
+		}
+		res, err := saver.Save(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := engine.New(openLater(t, s.Root())).Query(ctx, u, intent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Confidence != q.Confidence || res.RetrievalTier != q.Tier {
+			t.Errorf("save %d (%s): reported %.2f %s, a query answers %.2f %s", i, intent, res.Confidence, res.RetrievalTier, q.Confidence, q.Tier)
 		}
 	}
 }
