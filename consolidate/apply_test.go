@@ -669,3 +669,66 @@ func TestRunOpensTheRepositoryOnce(t *testing.T) {
 	}
 	assertGitClean(t, dir)
 }
+
+// Evidence that decayed below compact_below_weight is compacted by the
+// consolidation that meets it: one commit, the file shrinks, the entry's
+// counts and status stay; a second run at the same time changes nothing and
+// commits nothing; new runs still fold and count once.
+func TestRunCompactsDecayedEvidence(t *testing.T) {
+	ctx := context.Background()
+	st, dir := newRepoTree(t)
+	f := newFx(17)
+	var ts []*engine.Trace
+	for i := range 12 {
+		ts = append(ts, f.trace(traceSpec{url: starsURL, intent: "star count", session: fmt.Sprintf("s%d", i%3), at: day0.Add(time.Duration(i) * time.Hour), ok: true, steps: starsRoute}))
+	}
+	put(t, st, ts...)
+	if _, err := Run(ctx, st, at(day0.Add(days(1)))); err != nil {
+		t.Fatal(err)
+	}
+	x0, err := st.Experience(ctx, "github.com", "star-count")
+	if err != nil || len(x0.Evidence) != 12 || x0.Digest != nil {
+		t.Fatalf("after the first run: %v, %+v", err, x0)
+	}
+	// A year later every run weighs 0.5^12: compacted (its traces expire too).
+	later := day0.Add(days(365))
+	res, err := Run(ctx, st, at(later))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Commits) == 0 || !strings.Contains(res.Plan.String(), "compact github.com/star-count") {
+		t.Fatalf("no compaction a year later: %s, commits %v", res.Plan, res.Commits)
+	}
+	x1, err := st.Experience(ctx, "github.com", "star-count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x1.Evidence) != 0 || x1.Digest == nil || x1.Digest.Successes != 12 || x1.Successes != 12 || x1.Attempts != 12 || len(x1.Digest.Sessions) != 3 {
+		t.Fatalf("compacted experience: %d items, digest %+v, totals %d/%d", len(x1.Evidence), x1.Digest, x1.Attempts, x1.Successes)
+	}
+	assertGitClean(t, dir)
+	head, digest := gitcli.Run(t, dir, "rev-parse", "HEAD"), treeDigest(t, dir)
+	res, err = Run(ctx, st, at(later))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Plan.Empty() || len(res.Commits) != 0 || len(res.Written) != 0 {
+		t.Fatalf("second run did something: %s, commits %v, written %v", res.Plan, res.Commits, res.Written)
+	}
+	if h := gitcli.Run(t, dir, "rev-parse", "HEAD"); h != head {
+		t.Fatalf("second run committed %s", h)
+	}
+	if d := treeDigest(t, dir); d != digest {
+		t.Fatalf("second run changed the tree:\n%s\n---\n%s", d, digest)
+	}
+	// A new run folds and counts once on top of the digest.
+	fresh := f.trace(traceSpec{url: starsURL, intent: "star count", session: "s9", at: later.Add(-time.Hour), ok: true, steps: starsRoute})
+	put(t, st, fresh)
+	if _, err := Run(ctx, st, at(later)); err != nil {
+		t.Fatal(err)
+	}
+	x2, err := st.Experience(ctx, "github.com", "star-count")
+	if err != nil || len(x2.Evidence) != 1 || x2.Successes != 13 || x2.Digest.Successes != 12 {
+		t.Fatalf("after a new run: %v, %d items, %d successes", err, len(x2.Evidence), x2.Successes)
+	}
+}

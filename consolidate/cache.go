@@ -20,7 +20,7 @@ import (
 // is read again; a missing or unreadable cache means reading everything.
 const (
 	cacheName   = "pem-consolidate.cache"
-	cacheFormat = 2 // 2: evidence keeps steps, revision and verdicts
+	cacheFormat = 3 // 2: evidence keeps steps, revision and verdicts; 3: the digest
 	racyWindow  = 2 * time.Second
 )
 
@@ -39,13 +39,14 @@ type entryFile struct {
 // summary is what Load needs of an entry it does not plan to change.
 type summary struct {
 	Evidence []engine.Evidence // experience: every folded outcome (trimmed)
+	Digest   *engine.Digest    // experience: its compacted evidence
 	Status   engine.Status     // facts
 	Revision string
 	PageText bool
 }
 
 func experienceSummary(x *engine.Experience) *summary {
-	s := &summary{Evidence: make([]engine.Evidence, len(x.Evidence))}
+	s := &summary{Evidence: make([]engine.Evidence, len(x.Evidence)), Digest: x.Digest.Clone()}
 	for i, e := range x.Evidence {
 		s.Evidence[i] = engine.Evidence{Trace: e.Trace, At: e.At, Outcome: e.Outcome, Category: e.Category, Session: e.Session,
 			Steps: e.Steps, Revision: e.Revision, Verdict: e.Verdict, VerdictBy: e.VerdictBy, VerdictAt: e.VerdictAt}

@@ -253,13 +253,16 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 // mayMove reports whether an entry with no new traces changes at now: its
 // status moves (decay) or its revision was never set. It mirrors planEntry.
 func mayMove(x, f *entryFile, now time.Time, p engine.Policy) bool {
-	if f == nil || x == nil || len(x.sum.Evidence) == 0 {
+	if x != nil && (&engine.Experience{Evidence: x.sum.Evidence}).Compactable(now, p) > 0 {
+		return true // evidence to compact (Plan compacts every entry it loads)
+	}
+	if f == nil || x == nil || len(x.sum.Evidence) == 0 && x.sum.Digest == nil {
 		return false
 	}
 	if f.sum.Revision == "" && f.sum.Status != engine.Retired {
 		return true
 	}
-	sc := engine.Confidence(x.sum.Evidence, now, p)
+	sc := engine.ScoreOf(x.sum.Evidence, x.sum.Digest, now, p)
 	next, _ := engine.NextStatus(f.sum.Status, sc, f.sum.PageText, p)
 	cur := f.sum.Status
 	return next != cur

@@ -52,6 +52,9 @@ const (
 	// KindQuarantine: a trace the injection screen flags (engine.Injection)
 	// is not folded: no evidence, never the route; it expires like any other.
 	KindQuarantine Kind = "quarantine"
+	// KindCompact: evidence whose weight decayed below compact_below_weight
+	// moves into the entry's digest (engine.Digest): counts, no items.
+	KindCompact Kind = "compact"
 )
 
 // Change is one decision of a plan, with its reason.
@@ -88,6 +91,8 @@ func (c Change) String() string {
 		return fmt.Sprintf("quarantine trace %s of %s: %s", c.Trace, c.Key, c.Reason)
 	case KindSite:
 		return fmt.Sprintf("site %s: %s", c.Key.Domain, c.Reason)
+	case KindCompact:
+		return fmt.Sprintf("compact %s: %s", c.Key, c.Reason)
 	}
 	return fmt.Sprintf("%s %s: %s", c.Kind, c.Key, c.Reason)
 }
@@ -274,6 +279,11 @@ func Plan(now time.Time, in Input) *Changeset {
 				Reason: "the files of " + k.String() + " cannot be read (" + why + "); fold after fixing them"})
 			continue
 		}
+		if x0 := work[k]; x0 != nil && x0.Digest.Holds(t.StartedAt) || x0 == nil && in.Experience[k] != nil && in.Experience[k].Digest.Holds(t.StartedAt) {
+			plan.Changes = append(plan.Changes, Change{Kind: KindSkip, Trace: t.ID, Key: k,
+				Reason: "it started before the evidence " + k.String() + " has compacted (engine.Digest): it could be a run already counted, so it is not counted again"})
+			continue
+		}
 		if why := engine.Injection(t); why != "" {
 			quarantined[t.ID] = k
 			plan.Changes = append(plan.Changes, Change{Kind: KindQuarantine, Trace: t.ID, Key: k,
@@ -305,6 +315,8 @@ func Plan(now time.Time, in Input) *Changeset {
 	judged := map[Key][]string{}
 	verdicts := append([]*engine.Verdict(nil), in.Verdicts...)
 	sort.SliceStable(verdicts, func(i, j int) bool { return verdicts[i].At.Before(verdicts[j].At) })
+	byTrace := map[Key]map[string][]int{}
+	recount := map[Key]bool{}
 	for _, v := range verdicts {
 		if v == nil {
 			continue
@@ -323,10 +335,17 @@ func Plan(now time.Time, in Input) *Changeset {
 		if x == nil {
 			continue
 		}
-		for i := range x.Evidence {
-			if x.Evidence[i].Trace != v.Trace {
-				continue
+		// One index of each entry's evidence by trace id (Clone keeps the
+		// order), so V verdicts cost V lookups, not V scans.
+		pos := byTrace[k]
+		if pos == nil {
+			pos = make(map[string][]int, len(x.Evidence))
+			for i := range x.Evidence {
+				pos[x.Evidence[i].Trace] = append(pos[x.Evidence[i].Trace], i)
 			}
+			byTrace[k] = pos
+		}
+		for _, i := range pos[v.Trace] {
 			if probe := x.Evidence[i]; !engine.ApplyVerdict(&probe, v) {
 				continue // folded before: nothing changes
 			}
@@ -335,7 +354,7 @@ func Plan(now time.Time, in Input) *Changeset {
 				work[k] = x
 			}
 			engine.ApplyVerdict(&x.Evidence[i], v)
-			x.Recount()
+			recount[k] = true
 			judged[k] = append(judged[k], verdictPath(v))
 			reason := fmt.Sprintf("%s judged it %s", v.Judge, v.Verdict)
 			if v.Verdict == engine.Wrong {
@@ -348,6 +367,9 @@ func Plan(now time.Time, in Input) *Changeset {
 			}
 			plan.Changes = append(plan.Changes, Change{Kind: KindJudge, Trace: v.Trace, Key: k, Reason: reason})
 		}
+	}
+	for k := range recount {
+		work[k].Recount()
 	}
 
 	keys := map[Key]bool{}
@@ -370,6 +392,30 @@ func Plan(now time.Time, in Input) *Changeset {
 		}
 		return sorted[i].IntentKey < sorted[j].IntentKey
 	})
+	// Compact what decayed below compact_below_weight (engine.Digest), so
+	// the file and the work on it stay flat under steady load.
+	for _, k := range sorted {
+		if _, ok := in.Broken[k]; ok {
+			continue
+		}
+		x := work[k]
+		if x == nil {
+			x = in.Experience[k]
+		}
+		if x == nil || x.Compactable(now, p) == 0 {
+			continue
+		}
+		if work[k] == nil {
+			x = x.Clone()
+			work[k] = x
+		}
+		n := len(x.Evidence)
+		x.Compact(now, p)
+		plan.Changes = append(plan.Changes, Change{Kind: KindCompact, Key: k,
+			Reason: fmt.Sprintf("%d %s started before %s, weighing below compact_below_weight %g: kept as counts in its digest (%d runs in all)",
+				n-len(x.Evidence), plural(n-len(x.Evidence), "item", "items"), x.Digest.Before.Format(time.RFC3339), p.CompactBelowWeight,
+				x.Digest.Successes+x.Digest.Failures)})
+	}
 	for _, k := range sorted {
 		if _, ok := in.Broken[k]; ok {
 			continue
@@ -426,7 +472,7 @@ func planEntry(now time.Time, p engine.Policy, k Key, base, x *engine.Experience
 	} else {
 		x = base
 	}
-	if x == nil || len(x.Evidence) == 0 {
+	if x == nil || len(x.Evidence) == 0 && x.Digest == nil {
 		// Facts with no evidence (hand-written, or a patch before any run):
 		// nothing to judge them by.
 		if e.Experience == nil {
@@ -464,7 +510,7 @@ func planEntry(now time.Time, p engine.Policy, k Key, base, x *engine.Experience
 		}
 	}
 
-	e.Score = engine.Confidence(x.Evidence, now, p)
+	e.Score = engine.ScoreOf(x.Evidence, x.Digest, now, p)
 	if f != nil {
 		cur := f.Status
 		next, why := engine.NextStatus(cur, e.Score, f.HasPageText(), p)

@@ -132,6 +132,13 @@ func Mine(in Input) Proposal {
 				p.Failures++
 			}
 		}
+		if d := in.Experience.Digest; d != nil { // evidence compacted as it decayed
+			p.Successes += d.Successes
+			p.Failures += d.Failures
+			for _, s := range d.Sessions {
+				sessions[s] = true
+			}
+		}
 		p.Sessions = len(sessions)
 	}
 
@@ -326,6 +333,9 @@ func verifiedOn(cur *engine.Facts, x *engine.Experience, _ engine.Policy) int {
 			if e.IsRun() && e.Outcome == engine.Success && (at.IsZero() || !e.At.After(at)) {
 				n++
 			}
+		}
+		if x.Digest != nil {
+			n += x.Digest.Successes // all of them: when unsure, the stricter bar
 		}
 	}
 	return n

@@ -107,5 +107,6 @@ func (x *Experience) Clone() *Experience {
 			c.Answers[i] = o
 		}
 	}
+	c.Digest = x.Digest.Clone()
 	return &c
 }

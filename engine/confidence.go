@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"time"
 )
 
@@ -98,35 +100,43 @@ func ConfidenceOf(S, F, c1 float64) float64 {
 // ConfidenceOf). No runs: confidence 0 (tier P5). Evidence with the same trace
 // id counts once; lessons (no steps) count as no run at all.
 func Confidence(ev []Evidence, now time.Time, p Policy) Score {
+	return ScoreOf(ev, nil, now, p)
+}
+
+// ScoreOf is Confidence over live evidence ev and an entry's compacted
+// evidence d (nil: none; see Digest): counts and weights add up, sessions
+// join, and the rules on the latest outcomes read the live evidence first,
+// then the newest end of the digest.
+func ScoreOf(ev []Evidence, d *Digest, now time.Time, p Policy) Score {
 	var sc Score
-	if len(ev) == 0 {
+	if len(ev) == 0 && d == nil {
 		return sc
 	}
-	seen := make(map[string]bool, len(ev))
-	sessions := map[string]bool{}
-	var newest *Evidence
-	var runs []Evidence
-	for i, e := range ev {
+	seen := make(map[string]struct{}, len(ev))
+	sessions := map[string]struct{}{}
+	newest, judged := -1, -1
+	route := make([]int, 0, len(ev)) // runs that say something about the route
+	for i := range ev {
+		e := &ev[i]
 		if e.Trace != "" {
-			if seen[e.Trace] {
+			if _, dup := seen[e.Trace]; dup {
 				continue
 			}
-			seen[e.Trace] = true
+			seen[e.Trace] = struct{}{}
 		}
 		if !e.IsRun() {
 			sc.Lessons++
 			continue
 		}
-		runs = append(runs, e)
 		w := Decay(now.Sub(e.At), p.HalfLifeDays)
 		if e.Outcome == Success {
 			sc.Successes++
 			sc.S += w
-			s := e.Session
-			if s == "" {
-				s = "trace:" + e.Trace
+			if e.Session != "" {
+				sessions[e.Session] = struct{}{}
+			} else {
+				sessions["trace:"+e.Trace] = struct{}{}
 			}
-			sessions[s] = true
 			if e.Verdict == Right {
 				sc.Confirmed++
 			}
@@ -140,64 +150,92 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 			}
 			sc.F += w * p.FailureWeight(e.Category)
 		}
-		if newest == nil || newer(e, *newest) { // ties broken by trace id, as in lastOutcomes
-			newest = &ev[i]
+		if e.Outcome == Success || !(e.Category.IsGate() || e.Category.IsNoFault()) {
+			route = append(route, i)
+		}
+		if newest < 0 || newer(e, &ev[newest]) { // ties broken by trace id, as in newestFirst
+			newest = i
 			if e.Outcome == Failure && e.Category.IsGate() {
 				sc.OpenGate = e.Category
 			} else {
 				sc.OpenGate = ""
 			}
 		}
+		// The newest verdict decides: wrong stays open until a newer run is judged right.
+		if e.Verdict != "" && (judged < 0 || newer(e, &ev[judged])) {
+			judged = i
+		}
 	}
-	sc.Sessions = len(sessions)
-	sc.Confidence = ConfidenceOf(sc.S, sc.F, p.FirstSuccessConfidence)
-	sc.LastN = lastOutcomes(runs, p.VerifiedLastN)
-	for _, o := range lastOutcomes(runs, len(runs)) {
-		if o != Failure {
+	newestFirst(ev, route)
+	for _, i := range route[:min(len(route), p.VerifiedLastN)] {
+		sc.LastN = append(sc.LastN, ev[i].Outcome)
+	}
+	for _, i := range route {
+		if ev[i].Outcome != Failure {
 			break
 		}
 		sc.Streak++
 	}
-	// The newest verdict decides: wrong stays open until a newer run is judged right.
-	var judged *Evidence
-	for i := range runs {
-		if runs[i].Verdict != "" && (judged == nil || newer(runs[i], *judged)) {
-			judged = &runs[i]
+	if judged >= 0 && ev[judged].Verdict == Wrong {
+		sc.OpenWrong, sc.OpenWrongRevision = ev[judged].Trace, ev[judged].Revision
+	}
+	if d != nil {
+		h := d.HalfLifeDays
+		if h <= 0 {
+			h = p.HalfLifeDays
+		}
+		scale := Decay(now.Sub(d.Before), h)
+		sc.S += d.S * scale
+		sc.F += d.F * scale
+		sc.Successes += d.Successes
+		sc.Failures += d.Failures
+		sc.Gates += d.Gates
+		sc.NoFault += d.NoFault
+		sc.Lessons += d.Lessons
+		sc.Confirmed += d.Confirmed
+		for _, s := range d.Sessions {
+			sessions[s] = struct{}{}
+		}
+		for _, o := range d.Recent {
+			if len(sc.LastN) >= p.VerifiedLastN {
+				break
+			}
+			sc.LastN = append(sc.LastN, o)
+		}
+		if sc.Streak == len(route) { // every live route run failed (or none)
+			sc.Streak += d.Streak
+		}
+		if newest < 0 {
+			sc.OpenGate = d.OpenGate
+		}
+		if judged < 0 {
+			sc.OpenWrong, sc.OpenWrongRevision = d.OpenWrong, d.OpenWrongRevision
 		}
 	}
-	if judged != nil && judged.Verdict == Wrong {
-		sc.OpenWrong, sc.OpenWrongRevision = judged.Trace, judged.Revision
-	}
+	sc.Sessions = len(sessions)
+	sc.Confidence = ConfidenceOf(sc.S, sc.F, p.FirstSuccessConfidence)
 	return sc
 }
 
-// lastOutcomes returns the n newest outcomes, newest first (gates and
-// no-fault runs skipped: they say nothing about the route).
-func lastOutcomes(ev []Evidence, n int) []Outcome {
-	idx := make([]int, 0, len(ev))
-	for i := range ev {
-		if ev[i].Outcome == Failure && (ev[i].Category.IsGate() || ev[i].Category.IsNoFault()) {
-			continue
-		}
-		idx = append(idx, i)
-	}
-	// insertion sort by time descending, stable on trace id; n is small.
-	for i := 1; i < len(idx); i++ {
-		for j := i; j > 0 && newer(ev[idx[j]], ev[idx[j-1]]); j-- {
-			idx[j], idx[j-1] = idx[j-1], idx[j]
-		}
-	}
-	var out []Outcome
-	for _, i := range idx {
-		if len(out) == n {
+// newestFirst orders idx (indexes into ev) newest first, ties broken by
+// trace id (see newer). Stored evidence is oldest first, so the common case
+// is one linear check and a reversal; anything else is one n log n sort.
+func newestFirst(ev []Evidence, idx []int) {
+	oldestFirst := true
+	for k := 1; k < len(idx); k++ {
+		if newer(&ev[idx[k-1]], &ev[idx[k]]) {
+			oldestFirst = false
 			break
 		}
-		out = append(out, ev[i].Outcome)
 	}
-	return out
+	if oldestFirst {
+		slices.Reverse(idx)
+		return
+	}
+	sort.Slice(idx, func(a, b int) bool { return newer(&ev[idx[a]], &ev[idx[b]]) })
 }
 
-func newer(a, b Evidence) bool {
+func newer(a, b *Evidence) bool {
 	if !a.At.Equal(b.At) {
 		return a.At.After(b.At)
 	}

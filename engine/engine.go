@@ -20,27 +20,39 @@ type Engine struct {
 	Writer  string            // who writes traces (host or user), recorded in each trace
 	Secrets map[string]string // declared secrets: name → value, never stored
 
-	mu        sync.Mutex
-	traceKeys map[string]string // trace id → intent key; traces never change
+	mu     sync.Mutex
+	traces map[string]traceMemo // trace id → what the engine needs of it; traces never change
 }
 
-// maxTraceKeys bounds the memo of trace intent keys (about 100 bytes each).
-const maxTraceKeys = 1 << 20
-
-func (e *Engine) traceKey(id string) (string, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	k, ok := e.traceKeys[id]
-	return k, ok
+// traceMemo is what Save needs of a trace it met before, so that it never
+// reads it again: its intent key, its evidence and whether the injection
+// screen flagged it.
+type traceMemo struct {
+	key         string
+	ev          Evidence
+	quarantined string
 }
 
-func (e *Engine) rememberTraceKey(id, key string) {
+// maxTraceMemo bounds the memo of traces (about 300 bytes each).
+const maxTraceMemo = 1 << 18
+
+func (e *Engine) traceMemo(id string) (traceMemo, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.traceKeys == nil || len(e.traceKeys) >= maxTraceKeys {
-		e.traceKeys = map[string]string{}
+	m, ok := e.traces[id]
+	return m, ok
+}
+
+// remember memoizes t and returns its memo.
+func (e *Engine) remember(t *Trace) traceMemo {
+	m := traceMemo{key: t.IntentKey, ev: EvidenceOf(t), quarantined: Injection(t)}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.traces == nil || len(e.traces) >= maxTraceMemo {
+		e.traces = map[string]traceMemo{}
 	}
-	e.traceKeys[id] = key
+	e.traces[t.ID] = m
+	return m
 }
 
 // New returns an Engine over s with the real clock.
@@ -325,7 +337,7 @@ func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult,
 			return res, err
 		}
 	}
-	r, err := e.recallKey(ctx, t.Domain, t.IntentKey, "")
+	r, err := e.savedRecall(ctx, t)
 	if err != nil {
 		return res, err
 	}
@@ -334,6 +346,72 @@ func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult,
 		res.FactsStatus = r.Status
 	}
 	return res, nil
+}
+
+// savedRecall answers for the entry of t, just saved, as a query would: its
+// folded evidence, the unfolded runs of its intent and t itself. t and the
+// runs this engine met before come from memory (a save reads no trace it
+// has read before, and none of another intent); the rest is read once.
+func (e *Engine) savedRecall(ctx context.Context, t *Trace) (*Recall, error) {
+	cfg, err := e.Store.Config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	en := &entry{key: t.IntentKey, intent: t.Intent}
+	var ev []Evidence
+	var digest *Digest
+	folded := map[string]bool{}
+	x, err := e.Store.Experience(ctx, t.Domain, t.IntentKey)
+	switch {
+	case err == nil:
+		ev, digest = x.Evidence, x.Digest
+		en.intent = x.Intent
+		for i := range x.Evidence {
+			folded[x.Evidence[i].Trace] = true
+		}
+	case !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCorrupt):
+		return nil, err
+	}
+	f, err := e.Store.Facts(ctx, t.Domain, t.IntentKey)
+	switch {
+	case err == nil:
+		en.facts, en.intent = f, f.Intent
+	case !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrCorrupt):
+		return nil, err
+	}
+	var refs []TraceRef
+	if ti, ok := e.Store.(TraceIndex); ok {
+		refs, err = ti.IntentTraceRefs(ctx, t.Domain, t.IntentKey)
+	} else {
+		refs, err = e.Store.TraceRefs(ctx, t.Domain)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range refs {
+		if folded[ref.ID] || ref.ID == t.ID {
+			continue
+		}
+		m, ok := e.traceMemo(ref.ID)
+		if !ok {
+			tr, err := e.Store.Trace(ctx, ref)
+			if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			m = e.remember(tr)
+		}
+		if m.key == t.IntentKey && m.quarantined == "" && !digest.Holds(m.ev.At) {
+			ev = append(ev, m.ev)
+		}
+	}
+	if m := e.remember(t); m.quarantined == "" && !folded[t.ID] && !digest.Holds(m.ev.At) {
+		ev = append(ev, m.ev)
+	}
+	en.exp = &Experience{Evidence: ev, Digest: digest}
+	return e.recall(en, NormalizedURL{Domain: t.Domain}, MatchExact, cfg.Policy), nil
 }
 
 // patchFacts merges p into the entry of t. The caller holds the store's lock.
@@ -387,8 +465,9 @@ type entry struct {
 // domainEntries gathers a domain's entries from facts, experience and the
 // traces consolidation has not folded yet. It reads only that domain's files.
 // With only set, it gathers that one intent key and reads nothing of the
-// others: traces folded into other entries are recognised by the engine's
-// memo of trace id → intent key (traces are immutable, so it never goes stale).
+// others: the traces of other intents are left out by the store's trace
+// index (TraceIndex) when it has one, else by the engine's memo of trace id
+// → intent key (traces are immutable, so it never goes stale).
 func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[string]*entry, []string, error) {
 	var warnings []string
 	want := func(k string) bool { return only == "" || k == only }
@@ -449,7 +528,13 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 			en.types = append(en.types, f.TaskType)
 		}
 	}
-	refs, err := e.Store.TraceRefs(ctx, domain)
+	var refs []TraceRef
+	ti, indexed := e.Store.(TraceIndex)
+	if only != "" && indexed {
+		refs, err = ti.IntentTraceRefs(ctx, domain, only)
+	} else {
+		refs, err = e.Store.TraceRefs(ctx, domain)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -458,7 +543,7 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 			continue
 		}
 		if only != "" {
-			if k, ok := e.traceKey(ref.ID); ok && k != only {
+			if m, ok := e.traceMemo(ref.ID); ok && m.key != only {
 				continue
 			}
 		}
@@ -470,7 +555,7 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 			}
 			return nil, nil, err
 		}
-		e.rememberTraceKey(t.ID, t.IntentKey)
+		e.remember(t)
 		if !want(t.IntentKey) {
 			continue
 		}
@@ -481,6 +566,9 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 		if why := Injection(t); why != "" {
 			en.quarantined = append(en.quarantined, t.ID+": "+why)
 			continue
+		}
+		if en.digest().Holds(t.StartedAt) {
+			continue // it may be a run the digest counts: consolidation never folds it either
 		}
 		en.pending = append(en.pending, t)
 		if !contains(en.patterns, t.URLPattern) {
@@ -553,23 +641,6 @@ const (
 	MatchOverlap = "overlap" // another intent of the domain sharing words: at most P3
 	MatchURL     = "url"     // no intent given, matched by URL pattern: at most P3
 )
-
-// recallKey answers for one exact key (used after a save).
-func (e *Engine) recallKey(ctx context.Context, domain, key, _ string) (*Recall, error) {
-	cfg, err := e.Store.Config(ctx)
-	if err != nil {
-		return nil, err
-	}
-	entries, _, err := e.domainEntries(ctx, domain, key)
-	if err != nil {
-		return nil, err
-	}
-	en := entries[key]
-	if en == nil {
-		return emptyRecall(domain), nil
-	}
-	return e.recall(en, NormalizedURL{Domain: domain}, MatchExact, cfg.Policy), nil
-}
 
 // pick chooses the entry for a query: with an intent, the exact key or else the
 // best token overlap ≥ MinIntentOverlap, ties broken by URL specificity; with
@@ -651,15 +722,28 @@ func (en *entry) evidence() []Evidence {
 	return ev
 }
 
+// digest is the entry's compacted evidence, if any.
+func (en *entry) digest() *Digest {
+	if en.exp == nil {
+		return nil
+	}
+	return en.exp.Digest
+}
+
 // recall answers for one entry at n (n.Path "" : no URL to check the page
 // type against), found by match. The tier comes from DecideTier.
 func (e *Engine) recall(en *entry, n NormalizedURL, match string, p Policy) *Recall {
 	r := emptyRecall(n.Domain)
 	r.Intent, r.IntentKey, r.Match = en.intent, en.key, match
 	ev := en.evidence()
-	sc := Confidence(ev, e.now(), p)
+	sc := ScoreOf(ev, en.digest(), e.now(), p)
 	r.SuccessCount, r.FailureCount = sc.Successes, sc.Failures-sc.NoFault
 	r.LessonCount, r.ConfirmedCount = sc.Lessons, sc.Confirmed
+	if d := en.digest(); d != nil {
+		r.AbortedCount += d.ByCategory[Aborted]
+		r.PlannerErrorCount += d.ByCategory[PlannerError]
+		r.JudgedWrongCount += d.ByCategory[JudgedWrong]
+	}
 	for _, x := range ev {
 		if !x.IsRun() {
 			continue

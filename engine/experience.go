@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -31,6 +33,9 @@ type Experience struct {
 	// join of reads by trace id, from which a recall derives the cached
 	// answer and its freshness.
 	Answers []Observed `yaml:"answers,omitempty" json:"answers,omitempty"`
+	// Digest holds the evidence compacted away as it decayed (see Digest);
+	// the totals above count it too.
+	Digest *Digest `yaml:"digest,omitempty" json:"digest,omitempty"`
 }
 
 // Counts are successes and failures.
@@ -78,8 +83,7 @@ func (x *Experience) Fold(t *Trace) bool {
 	if x.Domain == "" {
 		x.Domain, x.Intent, x.IntentKey = t.Domain, t.Intent, t.IntentKey
 	}
-	x.Evidence = append(x.Evidence, EvidenceOf(t))
-	sortEvidence(x.Evidence)
+	x.Evidence = insertEvidence(x.Evidence, EvidenceOf(t))
 	x.Answers = FoldAnswer(x.Answers, t)
 	if t.TaskType != "" && !contains(x.TaskTypes, t.TaskType) {
 		x.TaskTypes = append(x.TaskTypes, t.TaskType)
@@ -155,6 +159,41 @@ func (x *Experience) Recount() {
 			}
 		}
 	}
+	if d := x.Digest; d != nil {
+		x.Attempts += d.Successes + d.Failures
+		x.Successes += d.Successes
+		x.Failures += d.Failures
+		x.Lessons += d.Lessons
+		steps += float64(d.Steps)
+		dur += float64(d.DurationMs)
+		for c, n := range d.ByCategory {
+			if x.ByCategory == nil {
+				x.ByCategory = map[FailureCategory]int{}
+			}
+			x.ByCategory[c] += n
+		}
+		for pt, c := range d.Patterns {
+			if c == nil {
+				continue
+			}
+			if x.Patterns == nil {
+				x.Patterns = map[string]*Counts{}
+			}
+			pc := x.Patterns[pt]
+			if pc == nil {
+				pc = &Counts{}
+				x.Patterns[pt] = pc
+			}
+			pc.OK += c.OK
+			pc.Fail += c.Fail
+		}
+		if d.LastSuccessAt.After(x.LastSuccessAt) {
+			x.LastSuccessAt = d.LastSuccessAt
+		}
+		if d.LastFailureAt.After(x.LastFailureAt) {
+			x.LastFailureAt = d.LastFailureAt
+		}
+	}
 	if x.Attempts > 0 {
 		x.AvgSteps = round2(steps / float64(x.Attempts))
 		x.AvgDurationMs = round2(dur / float64(x.Attempts))
@@ -179,14 +218,31 @@ func (x *Experience) URLPatterns() []string {
 	return ps
 }
 
-func sortEvidence(ev []Evidence) {
-	sort.SliceStable(ev, func(i, j int) bool {
-		if !ev[i].At.Equal(ev[j].At) {
-			return ev[i].At.Before(ev[j].At)
-		}
-		return ev[i].Trace < ev[j].Trace
-	})
+// insertEvidence adds e to ev in stored order (time, then trace id) in one
+// linear pass: a new run is usually the newest, so it is found from the end.
+// Evidence out of order (a hand edit) is sorted whole.
+func insertEvidence(ev []Evidence, e Evidence) []Evidence {
+	if !slices.IsSortedFunc(ev, cmpEvidence) {
+		ev = append(ev, e)
+		sortEvidence(ev)
+		return ev
+	}
+	i := len(ev)
+	for i > 0 && cmpEvidence(ev[i-1], e) > 0 {
+		i--
+	}
+	return slices.Insert(ev, i, e)
 }
+
+// cmpEvidence orders evidence as stored: by time, then trace id.
+func cmpEvidence(a, b Evidence) int {
+	if c := a.At.Compare(b.At); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Trace, b.Trace)
+}
+
+func sortEvidence(ev []Evidence) { slices.SortStableFunc(ev, cmpEvidence) }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
 

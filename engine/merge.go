@@ -36,6 +36,9 @@ type MergeOptions struct {
 	// still be read; nil or false means unknown. Used to avoid counting the
 	// selector stats of a trace folded on both sides twice.
 	Trace func(e Evidence) (*Trace, bool)
+	// Policy weighs the evidence both sides compacted (see Digest); nil:
+	// DefaultPolicy with the digests' half-life.
+	Policy *Policy
 }
 
 func (o *MergeOptions) mergeNow() time.Time {
@@ -89,6 +92,7 @@ func MergeExperience(base, ours, theirs *Experience, opt *MergeOptions) (*Experi
 		}
 		return a.Trace < b.Trace
 	})
+	out.Digest = mergeDigests(base, ours, theirs, oIDs, tIDs, opt)
 	out.Recount()
 	// Observed answers: a join of reads by trace id (base not needed).
 	out.Answers = MergeObserved(ours.Answers, theirs.Answers)
@@ -137,6 +141,45 @@ func MergeExperience(base, ours, theirs *Experience, opt *MergeOptions) (*Experi
 		out.Selectors[n] = st
 	}
 	return out, nil
+}
+
+// mergeDigests merges the compacted evidence of two sides: ours + theirs −
+// base, less what both sides compacted of the ancestor's items (counted
+// once). Items one side compacted and the other still lists are dropped
+// from the list by the three-way rule (the ancestor had them, one side
+// dropped them), so nothing is lost or counted twice.
+func mergeDigests(base, ours, theirs *Experience, oIDs, tIDs map[string]bool, opt *MergeOptions) *Digest {
+	if base.Digest == nil && ours.Digest == nil && theirs.Digest == nil {
+		return nil
+	}
+	p := DefaultPolicy()
+	if opt != nil && opt.Policy != nil {
+		p = *opt.Policy
+	} else {
+		for _, d := range []*Digest{ours.Digest, theirs.Digest, base.Digest} {
+			if d != nil && d.HalfLifeDays > 0 {
+				p.HalfLifeDays = d.HalfLifeDays
+				break
+			}
+		}
+	}
+	var both []Evidence
+	for _, e := range base.Evidence {
+		if !oIDs[e.Trace] && !tIDs[e.Trace] && ours.Digest.Holds(e.At) && theirs.Digest.Holds(e.At) {
+			both = append(both, e)
+		}
+	}
+	var bothD *Digest
+	if len(both) > 0 {
+		bothD = digestOf(both, ours.Digest.Before, p)
+	}
+	var before time.Time
+	for _, d := range []*Digest{ours.Digest, theirs.Digest} {
+		if d != nil && d.Before.After(before) {
+			before = d.Before
+		}
+	}
+	return sumDigests(before, p.HalfLifeDays, []*Digest{ours.Digest, theirs.Digest, base.Digest, bothD}, []int{1, 1, -1, -1})
 }
 
 func mergeStats(s *SelectorStats) SelectorStats {

@@ -45,6 +45,10 @@ type Policy struct {
 	SiteRecoveryRuns int `yaml:"site_recovery_runs" json:"site_recovery_runs"`
 	// RelatedRoutes caps the routes of other intents of the site a recall carries.
 	RelatedRoutes int `yaml:"related_routes" json:"related_routes"`
+	// CompactBelowWeight: consolidation compacts an entry's evidence whose
+	// decayed weight fell below it (and whose traces expired) into the
+	// entry's digest (engine.Digest, docs/data-model.md); 0 keeps every item.
+	CompactBelowWeight float64 `yaml:"compact_below_weight" json:"compact_below_weight"`
 }
 
 // DefaultPolicy returns the thresholds of DESIGN §4.
@@ -74,6 +78,7 @@ func DefaultPolicy() Policy {
 		SiteMinIntents:           2,
 		SiteRecoveryRuns:         2,
 		RelatedRoutes:            3,
+		CompactBelowWeight:       0.01, // 0.5^6.64: about 200 days at half_life_days 30
 	}
 }
 
@@ -121,6 +126,11 @@ func (p Policy) Validate() error {
 		return bad("site_recovery_runs", p.SiteRecoveryRuns)
 	case p.RelatedRoutes < 0 || p.RelatedRoutes > 10:
 		return bad("related_routes", p.RelatedRoutes)
+	case p.CompactBelowWeight < 0 || p.CompactBelowWeight >= 1:
+		return bad("compact_below_weight", p.CompactBelowWeight)
+	case p.CompactBelowWeight > 0 && (p.VerifiedSessions > MaxDigestSessions || p.P2Sessions > MaxDigestSessions || p.AnswerSessions > MaxDigestSessions ||
+		p.VerifiedLastN > MaxDigestRecent || p.ContestLastN > MaxDigestRecent):
+		return fmt.Errorf("pem.yaml: with compact_below_weight on, session counts and last-N settings must be at most %d (what compacted evidence keeps): lower them, or set compact_below_weight: 0", MaxDigestSessions)
 	}
 	return nil
 }

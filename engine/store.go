@@ -78,3 +78,16 @@ type SiteStore interface {
 	// relative path; identical content leaves the file as it was.
 	PutSite(ctx context.Context, s *Site) (string, error)
 }
+
+// TraceIndex is what a Store may also offer so that the engine finds one
+// intent's traces without reading the rest of the domain's (a hot domain
+// holds tens of thousands): Query, Memory and Save use it when the Store
+// has it, and otherwise read every trace of the domain they have not met.
+type TraceIndex interface {
+	// IntentTraceRefs lists, oldest first, the traces of domain whose intent
+	// key is key, and those whose key could not be read (so that the caller
+	// reads them and reports the bad file). It may list a trace of another
+	// key (the caller checks each trace it reads), never leave one of key
+	// out. Unsafe names: ErrUnsafePath.
+	IntentTraceRefs(ctx context.Context, domain, key string) ([]TraceRef, error)
+}

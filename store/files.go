@@ -15,9 +15,9 @@ import (
 // in lexical order, and with up to max bytes of its content (a longer file
 // gives its first max bytes); a file the layout gives a kind (PlaceOf) is read
 // at most up to its kind's cap, so a file Check refuses for its size is not
-// read past the cap either. .git directories and the writer lock are
-// skipped, and so are symlinks and other irregular entries (Check reports
-// them). Every read goes through the tree's confinement, like the store's own
+// read past the cap either. .git directories, the writer lock and the
+// local caches (.pem-cache) are skipped, and so are symlinks and other
+// irregular entries (Check reports them). Every read goes through the tree's confinement, like the store's own
 // reads. It is how pem check scans the whole tree for secrets. An error from
 // fn or from reading stops the walk and is returned.
 func (s *Store) Files(ctx context.Context, max int64, fn func(rel string, data []byte) error) error {
@@ -28,8 +28,8 @@ func (s *Store) Files(ctx context.Context, max int64, fn func(rel string, data [
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == ".git" {
-			return fs.SkipDir
+		if d.IsDir() && (d.Name() == ".git" || rel == cacheDir) {
+			return fs.SkipDir // git's, and pem's local caches (traceindex.go)
 		}
 		if !d.Type().IsRegular() || rel == lockFile {
 			return nil

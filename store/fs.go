@@ -126,9 +126,22 @@ func readOpen(f *os.File, rel string, max int64) ([]byte, fs.FileInfo, error) {
 	if fi.Size() > max {
 		return nil, fi, fmt.Errorf("%w: %d bytes, the cap is %d", errTooBig, fi.Size(), max)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, nil, err
+	// One buffer of the size stat gave (plus one byte to see growth), not
+	// ReadAll's doubling from 512 bytes.
+	data := make([]byte, 0, min(fi.Size(), max)+1)
+	lr := io.LimitReader(f, max+1)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // the file grew since stat
+		}
+		n, err := lr.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
 	}
 	if int64(len(data)) > max {
 		return nil, fi, fmt.Errorf("%w: more than %d bytes", errTooBig, max)
@@ -219,6 +232,9 @@ func (s *Store) writeTemp(rel string, data []byte) (string, error) {
 // from a fsynced temporary file, which fails if the name is taken, so two
 // writers never overwrite each other. Returns fs.ErrExist if it is.
 func (s *Store) createFile(rel string, data []byte) error {
+	if handled, err := s.createAt(rel, data); handled {
+		return err
+	}
 	dir := path.Dir(rel)
 	var err error
 	// A concurrent DeleteTrace may remove an empty day directory between

@@ -54,6 +54,11 @@ type Store struct {
 	records *lru // facts, experience, pem.yaml
 	traces  *lru
 	dirs    *lru
+	dayIdx  *lru // trace index of each day directory (traceindex.go)
+
+	idxMu   sync.Mutex
+	dayLast map[string]*dayKeys // the latest index of each day, trusted or not
+	saved   map[string]string   // trace id → intent key of traces this store wrote
 
 	closeOnce sync.Once
 
@@ -110,7 +115,8 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("opening knowledge tree %s: %w", dir, err)
 	}
 	s := &Store{dir: abs, root: root, now: time.Now, log: slog.New(slog.DiscardHandler),
-		records: newLRU(maxRecordEntries), traces: newLRU(maxTraceEntries), dirs: newLRU(maxDirEntries)}
+		records: newLRU(maxRecordEntries), traces: newLRU(maxTraceEntries), dirs: newLRU(maxDirEntries),
+		dayIdx: newLRU(maxDirEntries)}
 	if opts != nil {
 		if opts.Now != nil {
 			s.now = opts.Now
@@ -275,6 +281,9 @@ func (s *Store) PutTrace(ctx context.Context, t *engine.Trace) (string, error) {
 	}
 	err = s.createFile(rel, data)
 	s.forgetDirs(rel)
+	if err == nil {
+		s.noteSaved(t.ID, t.IntentKey)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("%s: %w: traces are immutable; save the run with a new id", rel, engine.ErrExists)
 	}
