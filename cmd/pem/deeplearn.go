@@ -116,6 +116,7 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 			return "", fmt.Errorf("the proposals were written but not committed: %w (commit them with git)", err)
 		}
 		fmt.Fprintf(log, "pem: deep-learn wrote %d proposals onto the current branch (commit %s)\n", len(changed), shortHash(h))
+		maintainTree(ctx, st, log, false) // under the lock taken above
 		return report, nil
 	}
 	files := map[string][]byte{}
@@ -138,6 +139,7 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		return report, nil
 	}
 	fmt.Fprintf(log, "pem: deep-learn proposed %d entries on branch %s (commit %s); review with: git diff HEAD %s\n", len(changed), branch, shortHash(h), branch)
+	maintainTree(ctx, st, log, true)
 	return report, nil
 }
 

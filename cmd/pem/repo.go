@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
+	"time"
 
+	"github.com/pemdev/pem/consolidate"
 	"github.com/pemdev/pem/store"
 	"github.com/pemdev/pem/store/gitrepo"
 )
@@ -167,4 +170,33 @@ func commitToBranch(ctx context.Context, dir, branch string, files map[string][]
 	}
 	defer r.Close()
 	return r.CommitToBranch(ctx, branch, files, msg, gitrepo.Signature{})
+}
+
+// maintainTree keeps the object store of st's repository healthy after a
+// commit outside consolidation (deep-learn's): under the tree lock (taken
+// here when lock, else held by the caller), so two repacks never run at once,
+// it repacks past pem.yaml's repack_packs or repack_loose. A repack that
+// cannot run loses nothing: it is a warning on log.
+func maintainTree(ctx context.Context, st *store.Store, log io.Writer, lock bool) {
+	if lock {
+		release, err := st.Lock(ctx)
+		if err != nil {
+			fmt.Fprintf(log, "pem: warning: the git object store was not checked for a repack: %v\n", err)
+			return
+		}
+		defer release()
+	}
+	r, err := gitrepo.Open(ctx, st.Root())
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	var plan consolidate.Changeset
+	if m := consolidate.Maintain(ctx, st, r, nil, &plan); m != nil && m.Repacked {
+		fmt.Fprintf(log, "pem: repacked the git object store: %d packs and %d loose objects -> %d packs, %d loose (%s)\n",
+			m.Before.Packs, m.Before.Loose, m.After.Packs, m.After.Loose, m.Took.Round(time.Millisecond))
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(log, "pem: warning: %s\n", w)
+	}
 }
