@@ -69,6 +69,9 @@ func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer done()
+	if err := materialize(ctx, repo); err != nil {
+		return nil, err
+	}
 	if opts.DryRun {
 		now := opts.now()
 		in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress, Repo: repo})
@@ -115,6 +118,9 @@ func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) 
 		return nil, err
 	}
 	defer done()
+	if err := materialize(ctx, repo); err != nil {
+		return nil, err
+	}
 	release, err := st.Lock(ctx)
 	if err != nil {
 		return nil, err
@@ -130,6 +136,18 @@ func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) 
 		}
 	}
 	return res, apply(ctx, st, repo, plan, opts, res)
+}
+
+// materialize checks out the traces a pem clone left out (gitrepo.Clone):
+// consolidation reads every trace. A full checkout costs one config read.
+func materialize(ctx context.Context, repo *gitrepo.Repo) error {
+	if repo == nil {
+		return nil
+	}
+	if _, err := repo.Materialize(ctx); err != nil {
+		return fmt.Errorf("consolidation reads every trace, and this clone has only facts and experience: %w", err)
+	}
+	return nil
 }
 
 // openRepo returns opts.Repo, or opens st's repository for one Run or Apply

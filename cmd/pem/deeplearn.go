@@ -78,6 +78,9 @@ func newDeepLearnCmd() *cli.Command {
 // deepLearn mines and proposes; it returns the Markdown report. Progress and
 // the summary go to log.
 func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch string, apply bool, now time.Time, log io.Writer) (string, error) {
+	if err := materializeTree(ctx, st); err != nil {
+		return "", err
+	}
 	ps, warnings, err := deeplearn.MineTree(ctx, st, f, now)
 	if err != nil {
 		return "", err

@@ -200,3 +200,18 @@ func maintainTree(ctx context.Context, st *store.Store, log io.Writer, lock bool
 		fmt.Fprintf(log, "pem: warning: %s\n", w)
 	}
 }
+
+// materializeTree checks out the traces a pem clone left out before a command
+// that reads every trace (deep-learn); a full checkout costs a config read,
+// and a tree outside git is left alone.
+func materializeTree(ctx context.Context, st *store.Store) error {
+	r, err := gitrepo.Open(ctx, st.Root())
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	if _, err := r.Materialize(ctx); err != nil {
+		return fmt.Errorf("deep-learn reads every trace, and this clone has only facts and experience: %w", err)
+	}
+	return nil
+}
