@@ -81,6 +81,8 @@ type week struct {
 	packs, loose        int
 	fullClone, facts    time.Duration
 	fullBytes, factsB   int64
+	noTraces            int64 // the history's objects but the traces', packed
+	factsCPU            time.Duration
 	cpu, maxCPU         time.Duration
 	consolidations      int
 	peakRSS             int64 // KiB
@@ -112,9 +114,10 @@ func run(ctx context.Context, c config) error {
 	}
 	fmt.Printf("simulate: %d days, %d traces a day over %d domains × %d intents, %d consolidations a day, deep-learn every %d days; GOMAXPROCS %d\n",
 		c.days, c.traces, c.domains, c.intents, c.perDay, c.deepEvery, runtime.GOMAXPROCS(0))
+	fmt.Printf("load average at the start: %s\n", loadavg())
 	fmt.Println()
-	fmt.Println("| week | traces in tree | commits | .git | packs | loose | full clone | facts-only clone (pem clone) | consolidation CPU mean / max | peak RSS | deep-learn CPU, RSS |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| week | traces in tree | commits | .git | packs | loose | full clone (wall, size) | history without traces | facts-only clone (pem clone: wall, CPU, size) | consolidation CPU mean / max | peak RSS | deep-learn CPU, RSS |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	rng := rand.New(rand.NewSource(c.seed))
 	var weeks []week
 	w := week{n: 1}
@@ -160,6 +163,7 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	extrapolate(c, weeks)
+	fmt.Printf("  load average at the end: %s (wall times on a shared machine; the CPU times are the process's own)\n", loadavg())
 	return nil
 }
 
@@ -178,8 +182,16 @@ func printWeek(w week) {
 	if w.deepMaxRSS > 0 {
 		deep = fmt.Sprintf("%.2f s, %d MiB", float64(w.deepCPU)/1000, w.deepMaxRSS/1024)
 	}
-	fmt.Printf("| %d | %d | %d | %s | %d | %d | %s | %s | %.2f / %.2f s | %d MiB | %s |\n", w.n, w.traceFiles, w.commits, size(w.gitBytes), w.packs, w.loose,
-		clone(w.fullClone, w.fullBytes), clone(w.facts, w.factsB), mean.Seconds(), w.maxCPU.Seconds(), w.peakRSS/1024, deep)
+	facts := clone(w.facts, w.factsB)
+	if w.facts > 0 {
+		facts = fmt.Sprintf("%.2f s, %.2f s CPU, %s", w.facts.Seconds(), w.factsCPU.Seconds(), size(w.factsB))
+	}
+	noTraces := "—"
+	if w.noTraces > 0 {
+		noTraces = size(w.noTraces)
+	}
+	fmt.Printf("| %d | %d | %d | %s | %d | %d | %s | %s | %s | %.2f / %.2f s | %d MiB | %s |\n", w.n, w.traceFiles, w.commits, size(w.gitBytes), w.packs, w.loose,
+		clone(w.fullClone, w.fullBytes), noTraces, facts, mean.Seconds(), w.maxCPU.Seconds(), w.peakRSS/1024, deep)
 }
 
 // extrapolate scales the growth of the last week to one year at c.yearRuns
@@ -196,14 +208,26 @@ func extrapolate(c config, weeks []week) {
 		days = 7
 	}
 	scale := float64(c.yearRuns) / float64(c.traces)
-	perDay := float64(last.gitBytes-prev.gitBytes) / days
-	year := float64(last.gitBytes) + perDay*(365-float64(c.days))
+	yearOf := func(now, before int64) (perDay, year float64) {
+		perDay = float64(now-before) / days
+		return perDay * scale, (float64(now) + perDay*(365-float64(c.days))) * scale
+	}
 	fmt.Println()
-	fmt.Printf("extrapolation to one year at %d runs a day (×%.2f the simulated load):\n", c.yearRuns, scale)
-	fmt.Printf("  .git (what a full clone fetches): grows %s a simulated day in the last week -> %s at one year\n", size(int64(perDay*scale)), size(int64(year*scale)))
+	fmt.Printf("extrapolation to one year at %d runs a day (×%.2f the simulated load), from the growth in the last week:\n", c.yearRuns, scale)
+	d, y := yearOf(last.gitBytes, prev.gitBytes)
+	fmt.Printf("  .git of the consolidating clone: +%s a day -> %s at one year\n", size(int64(d)), size(int64(y)))
+	if last.fullBytes > 0 && prev.fullBytes > 0 {
+		d, y := yearOf(last.fullBytes, prev.fullBytes)
+		fmt.Printf("  history a new full clone fetches: +%s a day -> %s at one year (goal ≤ 1 GiB)\n", size(int64(d)), size(int64(y)))
+	}
+	if last.noTraces > 0 && prev.noTraces > 0 {
+		d, y := yearOf(last.noTraces, prev.noTraces)
+		fmt.Printf("  the same history without the traces (traces off the main history): +%s a day -> %s at one year\n", size(int64(d)), size(int64(y)))
+	}
 	if last.fullClone > 0 && last.fullBytes > 0 {
 		rate := float64(last.fullBytes) / last.fullClone.Seconds()
-		fmt.Printf("  full clone at one year: ~%.0f s at the %s/s this machine cloned locally in the last week\n", year*scale/rate, size(int64(rate)))
+		_, y := yearOf(last.fullBytes, prev.fullBytes)
+		fmt.Printf("  full clone at one year: ~%.0f s at the %s/s this machine cloned locally in the last week\n", y/rate, size(int64(rate)))
 	}
 	if last.facts > 0 {
 		fmt.Printf("  facts-only clone (pem clone) in the last week: %.2f s, %s (depends on the live tree, not on the history)\n", last.facts.Seconds(), size(last.factsB))
@@ -230,6 +254,9 @@ func measure(ctx context.Context, c config, tree string, w *week, clones bool) e
 	if !clones {
 		return nil
 	}
+	if w.noTraces, err = historyWithout(ctx, tree, store.TracesDir+"/"); err != nil {
+		return err
+	}
 	url := "file://" + tree
 	full := filepath.Join(c.dir, "clone-full")
 	os.RemoveAll(full)
@@ -243,14 +270,47 @@ func measure(ctx context.Context, c config, tree string, w *week, clones bool) e
 	facts := filepath.Join(c.dir, "clone-facts")
 	os.RemoveAll(facts)
 	start = time.Now()
-	if _, err := pemRun(c, "", "clone", url, facts); err != nil {
+	ru, err := pemRun(c, "", "clone", url, facts)
+	if err != nil {
 		return err
 	}
 	w.facts = time.Since(start)
+	w.factsCPU = cpuOf(ru) // pem's and its git children's (RUSAGE_CHILDREN of pem's own)
 	w.factsB, _ = duBytes(filepath.Join(facts, ".git"))
 	os.RemoveAll(facts)
 	return nil
 }
+
+// historyWithout packs every object the history reaches except those under
+// prefix (by the path git rev-list names them with) and returns the pack's
+// size: what a clone would fetch if prefix were not on the history. Commits
+// and root trees still name the left-out trees; their size is the same.
+func historyWithout(ctx context.Context, tree, prefix string) (int64, error) {
+	list, err := exec.CommandContext(ctx, "git", "-C", tree, "rev-list", "--objects", "HEAD").Output()
+	if err != nil {
+		return 0, fmt.Errorf("git rev-list --objects: %w", err)
+	}
+	var keep bytes.Buffer
+	for _, l := range strings.Split(string(list), "\n") {
+		h, p, _ := strings.Cut(l, " ")
+		if h == "" || p == strings.TrimSuffix(prefix, "/") || strings.HasPrefix(p, prefix) {
+			continue
+		}
+		keep.WriteString(h + "\n")
+	}
+	cmd := exec.CommandContext(ctx, "git", "-C", tree, "pack-objects", "--stdout", "-q")
+	cmd.Stdin = &keep
+	var n countWriter
+	cmd.Stdout = &n
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("git pack-objects: %w", err)
+	}
+	return int64(n), nil
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
 // pemRun runs pem with args on tree (when not "") and returns its resource use.
 func pemRun(c config, tree string, args ...string) (*syscall.Rusage, error) {
@@ -350,6 +410,18 @@ func countFiles(dir string) int {
 		return nil
 	})
 	return n
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func size(b int64) string {
