@@ -175,13 +175,17 @@ func commitToBranch(ctx context.Context, dir, branch string, files map[string][]
 // maintainTree keeps the object store of st's repository healthy after a
 // commit outside consolidation (deep-learn's): under the tree lock (taken
 // here when lock, else held by the caller), so two repacks never run at once,
-// it repacks past pem.yaml's repack_packs or repack_loose. A repack that
+// it repacks past pem.yaml's repack_packs or repack_loose. A tree locked by
+// another writer for more than 2 s is left to that writer; a repack that
 // cannot run loses nothing: it is a warning on log.
 func maintainTree(ctx context.Context, st *store.Store, log io.Writer, lock bool) {
 	if lock {
-		release, err := st.Lock(ctx)
+		// A writer holding the lock (a consolidation) repacks when it
+		// commits: do not wait long for it.
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		release, err := st.Lock(lctx)
+		cancel()
 		if err != nil {
-			fmt.Fprintf(log, "pem: warning: the git object store was not checked for a repack: %v\n", err)
 			return
 		}
 		defer release()
