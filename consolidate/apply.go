@@ -69,16 +69,23 @@ func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer done()
-	if err := materialize(ctx, repo); err != nil {
-		return nil, err
-	}
 	if opts.DryRun {
 		now := opts.now()
 		in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress, Repo: repo})
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Plan: Plan(now, in)}, nil
+		plan := Plan(now, in)
+		if repo != nil {
+			if sparse, _ := repo.Sparse(); sparse {
+				// A dry run writes nothing, so it does not check the traces out.
+				plan.Warnings = append(plan.Warnings, "this pem clone has not checked out the traces other clones saved: the plan folds only the traces saved here; pem consolidate (without --dry-run) fetches them first")
+			}
+		}
+		return &Result{Plan: plan}, nil
+	}
+	if err := materialize(ctx, repo); err != nil {
+		return nil, err
 	}
 	release, err := st.Lock(ctx)
 	if err != nil {
