@@ -84,14 +84,14 @@ func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
 		}
 		return &Result{Plan: plan}, nil
 	}
-	if err := materialize(ctx, repo); err != nil {
-		return nil, err
-	}
 	release, err := st.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	if err := materialize(ctx, repo); err != nil { // under the lock: one checkout at a time
+		return nil, err
+	}
 	res := &Result{}
 	if err := recoverJournal(ctx, repo, opts, res); err != nil {
 		return res, err
@@ -125,14 +125,14 @@ func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) 
 		return nil, err
 	}
 	defer done()
-	if err := materialize(ctx, repo); err != nil {
-		return nil, err
-	}
 	release, err := st.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	if err := materialize(ctx, repo); err != nil {
+		return nil, err
+	}
 	res := &Result{Plan: plan}
 	if err := recoverJournal(ctx, repo, opts, res); err != nil {
 		return res, err

@@ -214,6 +214,14 @@ func materializeTree(ctx context.Context, st *store.Store) error {
 		return nil
 	}
 	defer r.Close()
+	if sparse, err := r.Sparse(); err != nil || !sparse {
+		return err
+	}
+	release, err := st.Lock(ctx) // one checkout at a time (consolidation's is under the lock too)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if _, err := r.Materialize(ctx); err != nil {
 		return fmt.Errorf("deep-learn reads every trace, and this clone has only facts and experience: %w", err)
 	}
