@@ -13,8 +13,9 @@ import (
 
 // BenchmarkClone: pem clone (facts and experience of the last commit) against
 // a full git clone of the same bare remote, at two history lengths: the full
-// clone grows with the history, pem clone with the live tree only (here the
-// same 50 entries throughout). Run with
+// clone grows with the history, pem clone with the last commit's tree only
+// (the same 50 entries throughout; the traces' trees grow, since nothing
+// expires them here). Run with
 //
 //	go test ./store/gitrepo -run '^$' -bench Clone -benchtime 5x
 func BenchmarkClone(b *testing.B) {
