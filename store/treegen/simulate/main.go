@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command simulate runs a knowledge tree through simulated days of fleet use
 // and prints, per simulated week, what the repository costs: the size of
 // .git, its pack count and loose objects, a full clone and a facts-only clone
