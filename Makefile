@@ -4,6 +4,7 @@
 #   make test    install what the tests need (fresh Debian), vet, gofmt, the whole suite
 #   make build   bin/pem
 #   make bench   the benchmarks
+#   make simulate   the fleet simulation of docs/scale.md (minutes; not part of make test)
 #   make release VERSION=v0.x.y   release archives and checksums in dist/
 #
 # Everything runs offline: no browser download (rod's is disabled), Debian's
@@ -29,7 +30,7 @@ RACE_PKGS ?= engine engine/mcp store cmd/pem consolidate agent
 # warm rounds until the knowledge is verified and replays at P1 (round 6).
 DEMO_ROUNDS ?= 6
 
-.PHONY: all test deps test-deps chromium vet fmt-check go-test build demo bench heldout release clean
+.PHONY: all test deps test-deps chromium vet fmt-check go-test build demo bench heldout simulate release clean
 
 all: test
 
@@ -96,6 +97,13 @@ heldout: chromium
 bench: build
 	$(GO) test -run '^$$' -bench . ./...
 	@if ./bin/pem bench --help >/dev/null 2>&1; then ./bin/pem bench; fi
+
+## simulate: simulated days of fleet use, printed per week (.git, packs, clones,
+## consolidation CPU and memory) with the one-year extrapolation (docs/scale.md).
+## SIMULATE_FLAGS="-days 42 -traces 300 -domains 10 -intents 20" is the recorded run.
+SIMULATE_FLAGS ?= -days 35 -traces 1200
+simulate: build
+	$(GO) run ./store/treegen/simulate -pem bin/pem $(SIMULATE_FLAGS)
 
 ## release: static binaries for every platform, archived with SHA-256 checksums, in dist/
 ## (PLATFORMS="linux/amd64" for one); .github/workflows/release.yml runs it on a tag

@@ -36,6 +36,10 @@ type Result struct {
 	Recovered int      // commits an interrupted earlier run left to make
 	Written   []string // files written, relative to the tree
 	Deleted   []string // traces deleted, relative to the tree
+	// Maintenance is what keeping the object store healthy did after the
+	// commits (a repack past pem.yaml's repack_packs or repack_loose); nil
+	// when nothing was committed.
+	Maintenance *gitrepo.MaintainResult
 }
 
 // ErrStalePlan is returned by Apply when the tree changed between Plan and
@@ -71,13 +75,23 @@ func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Plan: Plan(now, in)}, nil
+		plan := Plan(now, in)
+		if repo != nil {
+			if sparse, _ := repo.Sparse(); sparse {
+				// A dry run writes nothing, so it does not check the traces out.
+				plan.Warnings = append(plan.Warnings, "this pem clone has not checked out the traces other clones saved: the plan folds only the traces saved here; pem consolidate (without --dry-run) fetches them first")
+			}
+		}
+		return &Result{Plan: plan}, nil
 	}
 	release, err := st.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	if err := materialize(ctx, repo); err != nil { // under the lock: one checkout at a time
+		return nil, err
+	}
 	res := &Result{}
 	if err := recoverJournal(ctx, repo, opts, res); err != nil {
 		return res, err
@@ -116,6 +130,9 @@ func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) 
 		return nil, err
 	}
 	defer release()
+	if err := materialize(ctx, repo); err != nil {
+		return nil, err
+	}
 	res := &Result{Plan: plan}
 	if err := recoverJournal(ctx, repo, opts, res); err != nil {
 		return res, err
@@ -126,6 +143,18 @@ func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) 
 		}
 	}
 	return res, apply(ctx, st, repo, plan, opts, res)
+}
+
+// materialize checks out the traces a pem clone left out (gitrepo.Clone):
+// consolidation reads every trace. A full checkout costs one config read.
+func materialize(ctx context.Context, repo *gitrepo.Repo) error {
+	if repo == nil {
+		return nil
+	}
+	if _, err := repo.Materialize(ctx); err != nil {
+		return fmt.Errorf("consolidation reads every trace, and this clone has only facts and experience: %w", err)
+	}
+	return nil
 }
 
 // openRepo returns opts.Repo, or opens st's repository for one Run or Apply
@@ -248,7 +277,38 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 			log.Info("committed", "commit", h)
 		}
 	}
+	if len(res.Commits) > 0 {
+		res.Maintenance = Maintain(ctx, st, repo, log, plan)
+	}
 	return nil
+}
+
+// Maintain keeps st's object store healthy after a commit: it repacks once
+// the store passes pem.yaml's repack_packs or repack_loose (gitrepo.Maintain).
+// A repack that cannot run (git missing, a failure) loses nothing — every
+// object is still there — so it is a warning in plan (when not nil) and the
+// log, not an error; the next run tries again.
+func Maintain(ctx context.Context, st *store.Store, repo *gitrepo.Repo, log *slog.Logger, plan *Changeset) *gitrepo.MaintainResult {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := st.Config(ctx)
+	if err != nil {
+		return nil
+	}
+	m, err := repo.Maintain(ctx, gitrepo.MaintainOptions{MaxPacks: cfg.Policy.RepackPacks, MaxLoose: cfg.Policy.RepackLoose})
+	if err != nil {
+		w := fmt.Sprintf("the git object store was not repacked (nothing is lost; the next consolidation tries again): %v", err)
+		log.Warn("repack", "error", err)
+		if plan != nil {
+			plan.Warnings = append(plan.Warnings, w)
+		}
+		return m
+	}
+	if m.Repacked {
+		log.Info("repacked", "packs", m.Before.Packs, "loose", m.Before.Loose, "packs_after", m.After.Packs, "loose_after", m.After.Loose, "took", m.Took)
+	}
+	return m
 }
 
 // commitRequests are the commits of a plan: one for everything but the

@@ -10,6 +10,12 @@ type Policy struct {
 	TTLDays      int     `yaml:"ttl_days" json:"ttl_days"`
 	HalfLifeDays float64 `yaml:"half_life_days" json:"half_life_days"`
 
+	// Repository health (docs/scale.md): consolidation and deep-learn repack
+	// the git object store once it holds more packs, or more loose objects,
+	// than these (0 disables one).
+	RepackPacks int `yaml:"repack_packs" json:"repack_packs"`
+	RepackLoose int `yaml:"repack_loose" json:"repack_loose"`
+
 	// Tier bounds on confidence.
 	P1 float64 `yaml:"p1" json:"p1"` // replay directly
 	P2 float64 `yaml:"p2" json:"p2"` // verify, then replay
@@ -56,6 +62,8 @@ func DefaultPolicy() Policy {
 	return Policy{
 		TTLDays:                  30,
 		HalfLifeDays:             30,
+		RepackPacks:              20,
+		RepackLoose:              2000,
 		P1:                       0.85,
 		P2:                       0.60,
 		P3:                       0.40,
@@ -92,6 +100,10 @@ func (p Policy) Validate() error {
 		return bad("ttl_days", p.TTLDays)
 	case p.HalfLifeDays <= 0:
 		return bad("half_life_days", p.HalfLifeDays)
+	case p.RepackPacks < 0:
+		return bad("repack_packs", p.RepackPacks)
+	case p.RepackLoose < 0:
+		return bad("repack_loose", p.RepackLoose)
 	case !(p.P3 > 0 && p.P3 < p.P2 && p.P2 < p.P1 && p.P1 <= 1):
 		return fmt.Errorf("pem.yaml: tier bounds must satisfy 0 < p3 < p2 < p1 <= 1 (have p3=%v p2=%v p1=%v)", p.P3, p.P2, p.P1)
 	case p.CandidateConfidence <= 0 || p.CandidateConfidence > 1:

@@ -78,6 +78,9 @@ func newDeepLearnCmd() *cli.Command {
 // deepLearn mines and proposes; it returns the Markdown report. Progress and
 // the summary go to log.
 func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch string, apply bool, now time.Time, log io.Writer) (string, error) {
+	if err := materializeTree(ctx, st); err != nil {
+		return "", err
+	}
 	ps, warnings, err := deeplearn.MineTree(ctx, st, f, now)
 	if err != nil {
 		return "", err
@@ -116,6 +119,7 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 			return "", fmt.Errorf("the proposals were written but not committed: %w (commit them with git)", err)
 		}
 		fmt.Fprintf(log, "pem: deep-learn wrote %d proposals onto the current branch (commit %s)\n", len(changed), shortHash(h))
+		maintainTree(ctx, st, log, false) // under the lock taken above
 		return report, nil
 	}
 	files := map[string][]byte{}
@@ -138,6 +142,7 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		return report, nil
 	}
 	fmt.Fprintf(log, "pem: deep-learn proposed %d entries on branch %s (commit %s); review with: git diff HEAD %s\n", len(changed), branch, shortHash(h), branch)
+	maintainTree(ctx, st, log, true)
 	return report, nil
 }
 

@@ -73,6 +73,7 @@ var exitCodes = []struct {
 	hint string // what to do, appended to the message unless it says so already
 }{
 	{isAny(context.Canceled, context.DeadlineExceeded), exitCancelled, "stopped by a signal; every file pem writes is written whole or not at all"},
+	{isAny(gitrepo.ErrNotATree), exitNoTree, "clone the repository that holds the tree (or name its directory with --tree)"},
 	{isAny(engine.ErrNoTree), exitNoTree, "run 'pem init' to create it, or point --knowledge (or PEM_KNOWLEDGE_DIR) at an existing tree"},
 	{isAny(engine.ErrLocked), exitLocked, "another pem process is writing this tree; run the command again when it has finished"},
 	{isAny(engine.ErrUnsafePath), exitUnsafe, "use names that stay inside the tree (no '..', no symlinks, no reserved names)"},

@@ -31,7 +31,7 @@ func isReadOnly(err error) bool {
 
 func isNoGit(err error) bool {
 	var ee *exec.Error
-	return errors.Is(err, gitrepo.ErrNoRepo) || errors.As(err, &ee) && strings.Contains(ee.Name, "git")
+	return errors.Is(err, gitrepo.ErrNoRepo) || errors.Is(err, gitrepo.ErrGitMissing) || errors.As(err, &ee) && strings.Contains(ee.Name, "git")
 }
 
 func isNoChromium(err error) bool {

@@ -30,6 +30,8 @@ var allowedImports = map[string][]string{
 	"store/gitrepo":    {"store"},
 	"store/storetest":  {"store"}, // MemStore refuses the store's names
 	"store/treegen":    {"store"},
+
+	"store/treegen/simulate": {"store"}, // the fleet simulation (make simulate) writes traces as saves leave them
 }
 
 var (

@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
+	"time"
 
+	"github.com/pemdev/pem/consolidate"
 	"github.com/pemdev/pem/store"
 	"github.com/pemdev/pem/store/gitrepo"
 )
@@ -167,4 +170,60 @@ func commitToBranch(ctx context.Context, dir, branch string, files map[string][]
 	}
 	defer r.Close()
 	return r.CommitToBranch(ctx, branch, files, msg, gitrepo.Signature{})
+}
+
+// maintainTree keeps the object store of st's repository healthy after a
+// commit outside consolidation (deep-learn's): under the tree lock (taken
+// here when lock, else held by the caller), so two repacks never run at once,
+// it repacks past pem.yaml's repack_packs or repack_loose. A tree locked by
+// another writer for more than 2 s is left to that writer; a repack that
+// cannot run loses nothing: it is a warning on log.
+func maintainTree(ctx context.Context, st *store.Store, log io.Writer, lock bool) {
+	if lock {
+		// A writer holding the lock (a consolidation) repacks when it
+		// commits: do not wait long for it.
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		release, err := st.Lock(lctx)
+		cancel()
+		if err != nil {
+			return
+		}
+		defer release()
+	}
+	r, err := gitrepo.Open(ctx, st.Root())
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	var plan consolidate.Changeset
+	if m := consolidate.Maintain(ctx, st, r, nil, &plan); m != nil && m.Repacked {
+		fmt.Fprintf(log, "pem: repacked the git object store: %d packs and %d loose objects -> %d packs, %d loose (%s)\n",
+			m.Before.Packs, m.Before.Loose, m.After.Packs, m.After.Loose, m.Took.Round(time.Millisecond))
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(log, "pem: warning: %s\n", w)
+	}
+}
+
+// materializeTree checks out the traces a pem clone left out before a command
+// that reads every trace (deep-learn); a full checkout costs a config read,
+// and a tree outside git is left alone.
+func materializeTree(ctx context.Context, st *store.Store) error {
+	r, err := gitrepo.Open(ctx, st.Root())
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	if sparse, err := r.Sparse(); err != nil || !sparse {
+		return err
+	}
+	release, err := st.Lock(ctx) // one checkout at a time (consolidation's is under the lock too)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if _, err := r.Materialize(ctx); err != nil {
+		return fmt.Errorf("deep-learn reads every trace, and this clone has only facts and experience: %w", err)
+	}
+	return nil
 }

@@ -118,7 +118,7 @@ func Init(ctx context.Context, dir string) error {
 	if sub.Option("name") != MergeDriverName || sub.Option("driver") != MergeDriverCommand {
 		sub.SetOption("name", MergeDriverName)
 		sub.SetOption("driver", MergeDriverCommand)
-		if err := repo.SetConfig(cfg); err != nil {
+		if err := setConfig(repo, cfg, r.r.common); err != nil {
 			return fmt.Errorf("registering the pem merge driver in the git config of %s: %w", abs, err)
 		}
 	}

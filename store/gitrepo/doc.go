@@ -24,6 +24,12 @@
 //     lost push retried with backoff, syncretry.go) and the merge driver's
 //     registration (InstallMergeDriver; History.MergeDriver reads it back),
 //     and Init, which makes a tree a repository;
+//   - the object store's health (Maintain: git repack -d --geometric=2 past
+//     pem.yaml's thresholds, maintain.go) and pem clone (Clone: a shallow,
+//     blobless, sparse clone, and Materialize, which checks out the traces
+//     it left out, clone.go) — the two things done with the git CLI, which
+//     go-git cannot do (measured and explained in docs/scale.md); a missing
+//     git program is ErrGitMissing;
 //   - StatePath: where pem keeps state that git must never see (the
 //     consolidation cache, the journal, the commit owner's pid, the commit
 //     pem check last passed: Remember, Remembered).

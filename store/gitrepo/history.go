@@ -667,7 +667,7 @@ func (R *Repo) InstallMergeDriver(ctx context.Context, command, attributes strin
 	if sub.Option("driver") != command || sub.Option("name") == "" {
 		sub.SetOption("name", MergeDriverName)
 		sub.SetOption("driver", command)
-		if err := h.repo.SetConfig(cfg); err != nil {
+		if err := setConfig(h.repo, cfg, h.st.common); err != nil {
 			return fmt.Errorf("writing git config of %s: %w", h.root, err)
 		}
 	}
@@ -919,6 +919,10 @@ func (h *History) rebaseAdds(ctx context.Context, local, remote plumbing.Hash, o
 		return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: reading %s: %w", remote, err)
 	}
 	bases, err := lc.MergeBase(rc)
+	if errors.Is(err, plumbing.ErrObjectNotFound) && h.shallow() {
+		// A shallow clone (pem clone): go-git walks past the boundary.
+		bases, err = h.shallowMergeBase(ctx, lc, rc)
+	}
 	if err != nil {
 		return plumbing.ZeroHash, false, 0, fmt.Errorf("sync: merge base: %w", err)
 	}
@@ -1002,6 +1006,62 @@ func (h *History) rebaseAdds(ctx context.Context, local, remote plumbing.Hash, o
 		}
 	}
 	return tip.Hash, false, len(todo), nil
+}
+
+// shallow reports whether the repository is a shallow clone (git keeps the
+// boundary commits in the shallow file).
+func (h *History) shallow() bool {
+	_, err := os.Stat(filepath.Join(h.st.common, "shallow"))
+	return err == nil
+}
+
+// shallowMergeBase is a merge base of a and b in a shallow clone: the first
+// of b's ancestors, breadth first, that is also a's ancestor, where a commit
+// whose parents were cut off by the shallow boundary is a root. The clone's
+// history is short (its depth plus what it fetched since), so both walks are.
+func (h *History) shallowMergeBase(ctx context.Context, a, b *object.Commit) ([]*object.Commit, error) {
+	walk := func(c *object.Commit, visit func(*object.Commit) bool) error {
+		seen := map[plumbing.Hash]bool{c.Hash: true}
+		queue := []*object.Commit{c}
+		for len(queue) > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			c := queue[0]
+			queue = queue[1:]
+			if !visit(c) {
+				return nil
+			}
+			for _, p := range c.ParentHashes {
+				if seen[p] {
+					continue
+				}
+				seen[p] = true
+				pc, err := h.repo.CommitObject(p)
+				if errors.Is(err, plumbing.ErrObjectNotFound) {
+					continue // beyond the shallow boundary
+				}
+				if err != nil {
+					return err
+				}
+				queue = append(queue, pc)
+			}
+		}
+		return nil
+	}
+	inA := map[plumbing.Hash]bool{}
+	if err := walk(a, func(c *object.Commit) bool { inA[c.Hash] = true; return true }); err != nil {
+		return nil, err
+	}
+	var base []*object.Commit
+	err := walk(b, func(c *object.Commit) bool {
+		if inA[c.Hash] {
+			base = append(base, c)
+			return false
+		}
+		return true
+	})
+	return base, err
 }
 
 // checkoutChange brings the working tree and the index from commit from to

@@ -1,0 +1,87 @@
+package consolidate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store/storetest/gitcli"
+)
+
+// TestConsolidationRepacksAndStaysIdempotent: with pem.yaml's repack_packs
+// at 2, consolidations that each write a pack repack the store once it has
+// more than 2 packs; the packs stay bounded, git fsck --strict finds every
+// object, and a consolidation after the repack still does nothing a second
+// time (same tree, same HEAD).
+func TestConsolidationRepacksAndStaysIdempotent(t *testing.T) {
+	ctx := context.Background()
+	st, dir := newRepoTree(t)
+	cfg := filepath.Join(dir, "pem.yaml")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "repack_packs: 20\n") {
+		t.Fatalf("pem.yaml lacks the default repack_packs:\n%s", data)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), "repack_packs: 20\n", "repack_packs: 2\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitcli.Run(t, dir, "commit", "-q", "-am", "repack sooner")
+	packs := func() int {
+		m, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.idx"))
+		return len(m)
+	}
+	f := newFx(5)
+	repacked := 0
+	for run := 0; run < 6; run++ {
+		now := day0.Add(days(float64(run)))
+		var ts []*engine.Trace
+		for i := 0; i < 12; i++ {
+			ts = append(ts, f.trace(traceSpec{url: starsURL, intent: "star count", session: fmt.Sprintf("s%d", i%3),
+				at: now.Add(-time.Hour + time.Duration(i)*time.Minute), ok: true, steps: starsRoute}))
+		}
+		put(t, st, ts...)
+		res, err := Run(ctx, st, at(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Commits) == 0 || res.Maintenance == nil {
+			t.Fatalf("run %d: commits %v, maintenance %v", run, res.Commits, res.Maintenance)
+		}
+		if len(res.Plan.Warnings) > 0 {
+			t.Fatalf("run %d warned: %v", run, res.Plan.Warnings)
+		}
+		if res.Maintenance.Repacked {
+			repacked++
+		}
+		if n := packs(); n > 2 {
+			t.Fatalf("run %d: %d packs after maintenance (%+v), want at most 2", run, n, res.Maintenance)
+		}
+		assertGitClean(t, dir)
+
+		// Idempotent after the repack: nothing to do, nothing written.
+		head, digest := gitcli.Run(t, dir, "rev-parse", "HEAD"), treeDigest(t, dir)
+		again, err := Run(ctx, st, at(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !again.Plan.Empty() || len(again.Commits) != 0 || len(again.Written) != 0 {
+			t.Fatalf("run %d again did something: %s", run, again.Plan)
+		}
+		if h := gitcli.Run(t, dir, "rev-parse", "HEAD"); h != head || treeDigest(t, dir) != digest {
+			t.Fatalf("run %d again changed HEAD or the tree", run)
+		}
+	}
+	if repacked == 0 {
+		t.Fatal("six packs' worth of consolidations never repacked")
+	}
+	if n := strings.Count(gitcli.Run(t, dir, "log", "--format=%s"), "pem: consolidate "); n != 6 {
+		t.Fatalf("%d consolidation commits, want 6", n)
+	}
+}
