@@ -168,3 +168,15 @@ func commitToBranch(ctx context.Context, dir, branch string, files map[string][]
 	defer r.Close()
 	return r.CommitToBranch(ctx, branch, files, msg, gitrepo.Signature{})
 }
+
+// deepLearnState is where deep-learn remembers its last run: a directory in
+// the git directory (never committed); "" when the tree is not in a git
+// repository (then every run reads everything).
+func deepLearnState(ctx context.Context, dir string) string {
+	r, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	return r.StatePath("pem-deeplearn")
+}
