@@ -288,3 +288,10 @@ func TestLearnNeedsAStamper(t *testing.T) {
 		t.Fatalf("%d proposals, %+v, %v", len(ps), stats, err)
 	}
 }
+
+// deeplearn's expressions are compiled on first use: they must all compile.
+func TestLazyRegexps(t *testing.T) {
+	if _, err := engine.AllLazyCompile(); err != nil {
+		t.Fatal(err)
+	}
+}

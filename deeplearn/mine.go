@@ -2,7 +2,6 @@ package deeplearn
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -305,7 +304,7 @@ func finish(c core, now time.Time, pol engine.Policy) Proposal {
 	return p
 }
 
-var countRe = regexp.MustCompile(`(failed|seen in) \d+ `)
+var countRe = engine.LazyRE(`(failed|seen in) \d+ `)
 
 // material is the hash of what a reviewer must look at: the content without
 // the numbers that move with every run (selector stability, counts in
@@ -667,9 +666,9 @@ func normURL(u string) string {
 }
 
 var (
-	nonWord  = regexp.MustCompile(`[^a-z0-9]+`)
-	nameAttr = regexp.MustCompile(`name=["']?([a-z0-9_-]+)`)
-	idPart   = regexp.MustCompile(`#([a-z0-9_-]+)`)
+	nonWord  = engine.LazyRE(`[^a-z0-9]+`)
+	nameAttr = engine.LazyRE(`name=["']?([a-z0-9_-]+)`)
+	idPart   = engine.LazyRE(`#([a-z0-9_-]+)`)
 )
 
 // paramName derives a parameter name from a step's selector:
@@ -1114,10 +1113,10 @@ func extraction(ok []*engine.Trace) (string, []*engine.Trace) {
 }
 
 var (
-	numberRe   = regexp.MustCompile(`^[\s$€£+-]*[\d.,]+\s*(%|k|m|stars?|forks?|issues?|open|closed)?\s*$`)
-	dateRe     = regexp.MustCompile(`\b(\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d+ (seconds?|minutes?|hours?|days?|weeks?|months?|years?) ago|yesterday|today)\b`)
-	volatileRe = regexp.MustCompile(`(?i)\b(latest|current|currently|now|today|count|how many|number of|status|recent|newest|last|price|open)\b`)
-	statusRe   = regexp.MustCompile(`(?i)^(success|succeeded|passing|passed|failing|failed|queued|running|in progress|pending|cancelled|canceled|green|red|open|closed|merged)$`)
+	numberRe   = engine.LazyRE(`^[\s$€£+-]*[\d.,]+\s*(%|k|m|stars?|forks?|issues?|open|closed)?\s*$`)
+	dateRe     = engine.LazyRE(`\b(\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d+ (seconds?|minutes?|hours?|days?|weeks?|months?|years?) ago|yesterday|today)\b`)
+	volatileRe = engine.LazyRE(`(?i)\b(latest|current|currently|now|today|count|how many|number of|status|recent|newest|last|price|open)\b`)
+	statusRe   = engine.LazyRE(`(?i)^(success|succeeded|passing|passed|failing|failed|queued|running|in progress|pending|cancelled|canceled|green|red|open|closed|merged)$`)
 )
 
 // Freshness classifies an answer: counts, numbers, dates, statuses and
