@@ -595,6 +595,11 @@ func (h *History) commitObject(hash plumbing.Hash) (*object.Commit, error) {
 	return c, nil
 }
 
+// gitlogMem is a commit-graph file held in memory.
+type gitlogMem struct{ *bytes.Reader }
+
+func (gitlogMem) Close() error { return nil }
+
 // gitlogNode is what a history walk needs of a commit.
 type gitlogNode struct {
 	tree    plumbing.Hash
@@ -606,8 +611,20 @@ type gitlogNode struct {
 func (h *History) node(hash plumbing.Hash) (gitlogNode, error) {
 	if h.graph == nil && !h.graphTried {
 		h.graphTried = true
-		if g, err := commitgraph.OpenChainOrFileIndex(osfs.New(h.st.common)); err == nil {
-			h.graph = g
+		// A single commit-graph file is read whole (it is ~40 bytes a commit):
+		// go-git's file index reads it with a system call per lookup.
+		name := filepath.Join(h.st.common, "objects", "info", "commit-graph")
+		if fi, err := os.Stat(name); err == nil && fi.Size() <= 64<<20 {
+			if data, err := os.ReadFile(name); err == nil {
+				if g, err := commitgraph.OpenFileIndex(gitlogMem{bytes.NewReader(data)}); err == nil {
+					h.graph = g
+				}
+			}
+		}
+		if h.graph == nil {
+			if g, err := commitgraph.OpenChainOrFileIndex(osfs.New(h.st.common)); err == nil {
+				h.graph = g
+			}
 		}
 	}
 	if h.graph != nil {
