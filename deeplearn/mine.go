@@ -91,6 +91,7 @@ type core struct {
 	Latest     time.Time         // the newest live trace's start
 	Live, OK   int               // live traces (not flagged), successful ones
 	VerifiedOn int               // verifiedOn(Cur, Experience)
+	CurSum     string            // material(Cur)
 }
 
 func mineCore(in Input) core {
@@ -259,6 +260,7 @@ func mineCore(in Input) core {
 	}
 	if cur != nil {
 		c.VerifiedOn = verifiedOn(cur, in.Experience, in.Policy)
+		c.CurSum = material(cur)
 	}
 	return c
 }
@@ -274,7 +276,7 @@ func finish(c core, now time.Time, pol engine.Policy) Proposal {
 	f.Revision = f.ContentHash()
 
 	if cur != nil {
-		p.Changed = material(cur) != material(f)
+		p.Changed = c.CurSum != material(f)
 		switch {
 		case !p.Changed:
 			// Nothing to propose: keep the current entry as it is.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pemdev/pem/deeplearn"
 	"github.com/pemdev/pem/engine"
@@ -126,13 +128,22 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		fmt.Fprintf(log, "pem: deep-learn wrote %d proposals onto the current branch (commit %s)\n", len(changed), shortHash(h))
 		return report, nil
 	}
-	files := map[string][]byte{}
-	for _, p := range changed {
-		data, err := store.Marshal(p.Facts)
-		if err != nil {
-			return "", err
-		}
-		files[store.FactsPath(p.Domain, p.IntentKey)] = data
+	// Marshalled on every core: with thousands of proposals it is most of the commit's cost.
+	datas := make([][]byte, len(changed))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, p := range changed {
+		g.Go(func() (err error) {
+			datas[i], err = store.Marshal(p.Facts)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", err
+	}
+	files := make(map[string][]byte, len(changed))
+	for i, p := range changed {
+		files[store.FactsPath(p.Domain, p.IntentKey)] = datas[i]
 	}
 	if branch == "" {
 		branch = "pem/deep-learn/" + now.Format("2006-01-02")
