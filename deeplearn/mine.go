@@ -248,6 +248,9 @@ func mineCore(in Input) core {
 	f.Provenance.Traces = newest(ids)
 	f.Provenance.Sources = mergeStrings(f.Provenance.Sources, []string{Source})
 
+	// Scrubbed here too (finish scrubs again; it is idempotent), so that the
+	// state Learn keeps in the git directory holds no credential either.
+	engine.ScrubFacts(f)
 	c := core{P: p, F: f, Cur: cur, Live: len(traces), OK: len(ok)}
 	if in.Experience != nil {
 		c.Ev = append(c.Ev, in.Experience.Evidence...)
