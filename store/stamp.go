@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -49,4 +50,23 @@ func (s *Store) stamp(rel string) (string, bool) {
 		return "", false
 	}
 	return fmt.Sprintf("%+v", idOf(fi)), true
+}
+
+// noCache is an LRU that keeps nothing: batch reads that must not fill the
+// store's caches go through it.
+var noCache = newLRU(0)
+
+// TraceOnce reads a trace like Trace, without keeping it in the store's
+// cache of decoded traces: for a batch reader that reads each trace once
+// (deep-learn), whose memory the cache (up to 50,000 decoded traces) would
+// otherwise hold. The result is the caller's own.
+func (s *Store) TraceOnce(ctx context.Context, ref engine.TraceRef) (*engine.Trace, error) {
+	if err := checkRef(ref); err != nil {
+		return nil, err
+	}
+	v, err := s.load(ctx, noCache, TracePath(ref), KindTrace, true, traceDecoder(ref))
+	if err != nil {
+		return nil, err
+	}
+	return v.(*engine.Trace), nil
 }
