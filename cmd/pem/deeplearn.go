@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -85,6 +87,12 @@ func newDeepLearnCmd() *cli.Command {
 // deepLearn mines and proposes; it returns the Markdown report. Progress and
 // the summary go to log.
 func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch string, apply, full bool, now time.Time, log io.Writer) (string, error) {
+	// A full run over a large tree makes garbage faster than the collector's
+	// default pace returns it: a soft limit keeps the process near its live
+	// heap (the goal is ≤ 512 MB at 100,000 traces). GOMEMLIMIT, when set, wins.
+	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(deepLearnMemoryLimit))
+	}
 	ps, warnings, stats, err := deeplearn.Learn(ctx, st, f, now, deeplearn.Options{StateDir: deepLearnState(ctx, st.Root()), Full: full})
 	if err != nil {
 		return "", err
@@ -159,6 +167,9 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 	fmt.Fprintf(log, "pem: deep-learn proposed %d entries on branch %s (commit %s); review with: git diff HEAD %s\n", len(changed), branch, shortHash(h), branch)
 	return report, nil
 }
+
+// deepLearnMemoryLimit is deep-learn's soft memory limit (runtime/debug.SetMemoryLimit).
+const deepLearnMemoryLimit = 400 << 20
 
 func newExperienceDeepLearnCmd() *cli.Command {
 	return &cli.Command{
