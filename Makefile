@@ -5,6 +5,7 @@
 #   make build   bin/pem
 #   make bench   the benchmarks
 #   make simulate   the fleet simulation of docs/scale.md (minutes; not part of make test)
+#   make bench-scale [SCALE=full]   the scale table of docs/performance.md (minutes; full: tens of minutes)
 #   make release VERSION=v0.x.y   release archives and checksums in dist/
 #
 # Everything runs offline: no browser download (rod's is disabled), Debian's
@@ -30,7 +31,7 @@ RACE_PKGS ?= engine engine/mcp store cmd/pem consolidate agent
 # warm rounds until the knowledge is verified and replays at P1 (round 6).
 DEMO_ROUNDS ?= 6
 
-.PHONY: all test deps test-deps chromium vet fmt-check go-test build demo bench heldout simulate release clean
+.PHONY: all test deps test-deps chromium vet fmt-check go-test build demo bench bench-scale heldout simulate release clean
 
 all: test
 
@@ -85,6 +86,15 @@ demo: chromium build
 	./bin/pem demo --rounds $(DEMO_ROUNDS)
 
 ## bench: Go benchmarks (then bin/pem bench once it exists)
+## bench-scale: generates trees in a temporary directory (1k/10k/30k traces in one domain, a
+## 1,000-domain tree, one entry with 3,000 evidence items, a 1,090-commit history), builds pem
+## there and prints each row of the scale table with its baseline measured in the same run.
+## SCALE=small (default, a few minutes) or SCALE=full (the issue's sizes, tens of minutes);
+## BENCH_SCALE_DIR=DIR keeps the trees for the next run. Not part of make test.
+SCALE ?= small
+bench-scale:
+	$(GO) run ./store/treegen/benchscale -scale $(SCALE)
+
 ## heldout: the agent on documentation sites it was not developed on (Debian's
 ## python-werkzeug-doc and python-requests-doc, installed when root)
 heldout: chromium

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -30,13 +29,13 @@ const (
 )
 
 var (
-	howManyRe = regexp.MustCompile(`(?i)\bhow\s+(?:many|much)\b|\bnumber\s+of\b|\bcount\s+of\b`)
-	whenRe    = regexp.MustCompile(`(?i)\bwhen\b|\b(?:what|which)\s+(?:date|day|year|month)\b|\brelease\s+date\b`)
-	versionRe = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}.+-]+\s+){0,2}(?:version|release)s?\b|\bversion\s+number\b`)
-	commandRe = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,2}command\b|\bcommand\s+(?:to|that|for)\b`)
-	whoRe     = regexp.MustCompile(`(?i)^\s*who\b|\bwho\s+(?:is|are|was|were|wrote|created|made|maintains|owns)\b`)
-	whyRe     = regexp.MustCompile(`(?i)^\s*(?:why|how\s+(?:do|does|can|should|to))\b`)
-	emailRe   = regexp.MustCompile(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,5}e-?mail\b|\be-?mail\s+address\b`)
+	howManyRe = engine.LazyRE(`(?i)\bhow\s+(?:many|much)\b|\bnumber\s+of\b|\bcount\s+of\b`)
+	whenRe    = engine.LazyRE(`(?i)\bwhen\b|\b(?:what|which)\s+(?:date|day|year|month)\b|\brelease\s+date\b`)
+	versionRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}.+-]+\s+){0,2}(?:version|release)s?\b|\bversion\s+number\b`)
+	commandRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,2}command\b|\bcommand\s+(?:to|that|for)\b`)
+	whoRe     = engine.LazyRE(`(?i)^\s*who\b|\bwho\s+(?:is|are|was|were|wrote|created|made|maintains|owns)\b`)
+	whyRe     = engine.LazyRE(`(?i)^\s*(?:why|how\s+(?:do|does|can|should|to))\b`)
+	emailRe   = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,5}e-?mail\b|\be-?mail\s+address\b`)
 )
 
 // AskedType reads the answer type a task asks for; AnyAnswer when unclear.
@@ -45,7 +44,7 @@ var (
 func AskedType(task string) AnswerType {
 	best, at := AnyAnswer, len(task)+1
 	for _, c := range []struct {
-		re *regexp.Regexp
+		re *engine.LazyRegexp
 		t  AnswerType
 	}{{howManyRe, NumberAnswer}, {whenRe, DateAnswer}, {versionRe, VersionAnswer}, {commandRe, CommandAnswer}, {whoRe, NameAnswer}, {whyRe, ExplainAnswer}, {emailRe, EmailAnswer}} {
 		if loc := c.re.FindStringIndex(task); loc != nil && loc[0] < at {
@@ -56,12 +55,12 @@ func AskedType(task string) AnswerType {
 }
 
 var (
-	versionTok = regexp.MustCompile(`\b[vV]?\d+(?:\.\d+)+(?:[a-z]+\d*)?\b`)
-	dateTok    = regexp.MustCompile(`(?i)\b\d{4}-\d{2}-\d{2}\b|\b\d{4}/\d{1,2}/\d{1,2}\b|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+\d{4}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b`)
-	numberTok  = regexp.MustCompile(`\d[\d,.]*`)
-	promptRe   = regexp.MustCompile(`^(?:\$|>|#|%|PS>|C:\\>)\s+`)
-	cmdHeadRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*$`)
-	emailTok   = regexp.MustCompile(`[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+`)
+	versionTok = engine.LazyRE(`\b[vV]?\d+(?:\.\d+)+(?:[a-z]+\d*)?\b`)
+	dateTok    = engine.LazyRE(`(?i)\b\d{4}-\d{2}-\d{2}\b|\b\d{4}/\d{1,2}/\d{1,2}\b|\b\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+\d{4}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b`)
+	numberTok  = engine.LazyRE(`\d[\d,.]*`)
+	promptRe   = engine.LazyRE(`^(?:\$|>|#|%|PS>|C:\\>)\s+`)
+	cmdHeadRe  = engine.LazyRE(`^[a-z0-9][a-z0-9._/-]*$`)
+	emailTok   = engine.LazyRE(`[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+`)
 )
 
 // ValuesOf returns the values of type t in s (versions, dates, numbers,

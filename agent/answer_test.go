@@ -3,6 +3,8 @@ package agent
 import (
 	"strings"
 	"testing"
+
+	"github.com/pemdev/pem/engine"
 )
 
 func TestAskedType(t *testing.T) {
@@ -91,5 +93,12 @@ func TestLiterals(t *testing.T) {
 	}
 	if got := taskLiterals("What is the default value of SECRET_KEY?"); strings.Join(got, ",") != "secret_key" {
 		t.Errorf("identifier literal %v", got)
+	}
+}
+
+// agent's expressions are compiled on first use (engine.LazyRE): they must all compile.
+func TestLazyRegexps(t *testing.T) {
+	if n, err := engine.AllLazyCompile(); err != nil || n < 60 {
+		t.Fatalf("%d expressions, %v", n, err)
 	}
 }

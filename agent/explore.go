@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode"
 
@@ -56,15 +55,15 @@ var ordinals = map[string]int{"first": 1, "1st": 1, "latest": 1, "newest": 1, "r
 	"second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5, "5th": 5}
 
 var (
-	signInRe  = regexp.MustCompile(`(?i)\b(?:sign|log)\s*-?\s*(?:in|on)\s+as\s+["'“]?([^\s"'”,;]+)`)
-	searchRe  = regexp.MustCompile(`(?i)\bsearch(?:es|ing)?\b`)
-	searchFor = regexp.MustCompile(`(?i)\bsearch\b(?:\s+[\p{L}\p{N}/_-]+){0,3}?\s+for\s+([\p{L}\p{N}_-]+)`)
+	signInRe  = engine.LazyRE(`(?i)\b(?:sign|log)\s*-?\s*(?:in|on)\s+as\s+["'“]?([^\s"'”,;]+)`)
+	searchRe  = engine.LazyRE(`(?i)\bsearch(?:es|ing)?\b`)
+	searchFor = engine.LazyRE(`(?i)\bsearch\b(?:\s+[\p{L}\p{N}/_-]+){0,3}?\s+for\s+([\p{L}\p{N}_-]+)`)
 	// The asked-for attribute: "what is the X of …", "how many X does …",
 	// "report the X".
-	attrRes = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)\b(?:what|which|who)(?:'s|\s+is|\s+are|\s+was|\s+were)?\s+(?:the\s+)?(.+?)(?:\s+(?:of|in|on|for|from|at|according|under|does|do|did|has|have|is|are)\b|[,?:;.!]|$)`),
-		regexp.MustCompile(`(?i)\bhow\s+many\s+(.+?)(?:\s+(?:does|do|did|are|is|were|in|on|of|for|has|have|at)\b|[,?:;.!]|$)`),
-		regexp.MustCompile(`(?i)\b(?:report|read|give|tell\s+me|show|get)\s+(?:me\s+)?(?:the\s+)?(.+?)(?:\s+(?:of|in|on|for|from|at)\b|[,?:;.!]|$)`),
+	attrRes = []*engine.LazyRegexp{
+		engine.LazyRE(`(?i)\b(?:what|which|who)(?:'s|\s+is|\s+are|\s+was|\s+were)?\s+(?:the\s+)?(.+?)(?:\s+(?:of|in|on|for|from|at|according|under|does|do|did|has|have|is|are)\b|[,?:;.!]|$)`),
+		engine.LazyRE(`(?i)\bhow\s+many\s+(.+?)(?:\s+(?:does|do|did|are|is|were|in|on|of|for|has|have|at)\b|[,?:;.!]|$)`),
+		engine.LazyRE(`(?i)\b(?:report|read|give|tell\s+me|show|get)\s+(?:me\s+)?(?:the\s+)?(.+?)(?:\s+(?:of|in|on|for|from|at)\b|[,?:;.!]|$)`),
 	}
 	signWords = setOf("sign", "log", "login", "signin", "logon")
 	userWords = setOf("user", "username", "login", "email", "mail", "account", "name", "id", "handle")
@@ -1041,7 +1040,7 @@ func isItemURL(u string) bool {
 	return false
 }
 
-var idSegRe = regexp.MustCompile(`^(\d+|[0-9a-f]{7,40})$`)
+var idSegRe = engine.LazyRE(`^(\d+|[0-9a-f]{7,40})$`)
 
 func isIDSegment(s string) bool {
 	return idSegRe.MatchString(s) && strings.ContainsAny(s, "0123456789")

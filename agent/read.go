@@ -2,9 +2,10 @@ package agent
 
 import (
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/pemdev/pem/engine"
 )
 
 // How the explore planner reads a page before it leaves it: it scores the
@@ -17,7 +18,7 @@ import (
 // literalRe finds the task's literal tokens, kept whole: ISO dates,
 // versions and dotted names (8.1.0, Environment.overlay) and identifiers with an
 // underscore or inner capitals (SECRET_KEY, maxTurns).
-var literalRe = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b|\b[vV]?\d+(?:\.\d+)+\b|\b[A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b`)
+var literalRe = engine.LazyRE(`\b\d{4}-\d{2}-\d{2}\b|\b[vV]?\d+(?:\.\d+)+\b|\b[A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b`)
 
 // taskLiterals returns the literal tokens of a task (lower-cased, in order).
 func taskLiterals(task string) []string {

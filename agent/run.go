@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -846,7 +845,7 @@ func KindOf(msg string) string {
 	return ""
 }
 
-var quotedRe = regexp.MustCompile(`"([^"]+)"|“([^”]+)”|'([^']{2,})'`)
+var quotedRe = engine.LazyRE(`"([^"]+)"|“([^”]+)”|'([^']{2,})'`)
 
 // TaskParams binds the quoted strings of a task as route parameters
 // "quote1", "quote2", … in order, so that a route recorded for

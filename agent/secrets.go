@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -20,8 +19,8 @@ import (
 // the same map through Engine.Secrets).
 
 var (
-	secretNameRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
-	placeholerRe = regexp.MustCompile(`\{\{secret:([^{}]*)\}\}`)
+	secretNameRe = engine.LazyRE(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
+	placeholerRe = engine.LazyRE(`\{\{secret:([^{}]*)\}\}`)
 )
 
 // ErrSecret is returned for a secret that is declared wrongly or not declared.

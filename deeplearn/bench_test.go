@@ -2,11 +2,13 @@ package deeplearn
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -106,11 +108,13 @@ func peakHeap(f func()) uint64 {
 }
 
 // BenchmarkDeepLearn mines a treegen tree of 100 domains × 20 intents (2,000
-// entries, all with facts and experience) holding benchTraces traces, two
+// entries, all with facts and experience) holding benchTraces traces, four
 // ways in the same run: Collect then MineAll (every trace in memory at once;
-// the baseline), and MineTree (what pem deep-learn runs: one domain's traces
-// at a time). Each reports wall time, CPU seconds, traces/s and the peak live
-// heap; MineTree also its speedup over the baseline.
+// the baseline), MineTree (one domain's traces at a time), and Learn (what
+// pem deep-learn runs) twice: its first run (nothing remembered) and a run
+// with nothing new since. Each reports wall time, CPU seconds, traces/s and
+// the peak live heap, and its speedup over the baseline.
+// PEM_BENCH_LEARN_ONLY=1 runs the two Learn runs only.
 func BenchmarkDeepLearn(b *testing.B) {
 	ctx := context.Background()
 	n := benchTraces(b)
@@ -127,6 +131,10 @@ func BenchmarkDeepLearn(b *testing.B) {
 	rawPerFile, n := rawDecodeCPU(b, dir, 2000) // n: the tree's traces (a kept tree may differ from PEM_BENCH_TRACES)
 	b.Logf("baseline: os.ReadFile + yaml decode of one trace file, one goroutine: %.0f µs CPU", rawPerFile.Seconds()*1e6)
 	var baseline time.Duration
+	stateDir := b.TempDir()
+	if os.Getenv("PEM_BENCH_LEARN_ONLY") != "" {
+		baseline = 1 // skip the baselines: Learn's runs only
+	}
 	for _, bc := range []struct {
 		name string
 		mine func(st *store.Store) ([]Proposal, error)
@@ -139,7 +147,22 @@ func BenchmarkDeepLearn(b *testing.B) {
 			ps, _, err := MineTree(ctx, st, Filter{}, treegen.Base)
 			return ps, err
 		}},
+		// Learn's first run (nothing remembered), then a run with nothing new.
+		{"Learn-first", func(st *store.Store) ([]Proposal, error) {
+			ps, _, _, err := Learn(ctx, st, Filter{}, treegen.Base, Options{StateDir: stateDir, Full: true})
+			return ps, err
+		}},
+		{"Learn-again", func(st *store.Store) ([]Proposal, error) {
+			ps, _, stats, err := Learn(ctx, st, Filter{}, treegen.Base, Options{StateDir: stateDir})
+			if err == nil && stats.Reused != len(ps) {
+				err = fmt.Errorf("Learn-again re-mined %d of %d entries", stats.Mined, len(ps))
+			}
+			return ps, err
+		}},
 	} {
+		if baseline == 1 && !strings.HasPrefix(bc.name, "Learn") {
+			continue
+		}
 		b.Run(bc.name, func(b *testing.B) {
 			var total, cpu time.Duration
 			var peak uint64
@@ -179,7 +202,7 @@ func BenchmarkDeepLearn(b *testing.B) {
 			b.ReportMetric((cpu/time.Duration(b.N)).Seconds()/(rawPerFile.Seconds()*float64(n)), "cpu-x-raw-decode")
 			if baseline == 0 {
 				baseline = per
-			} else {
+			} else if baseline > 1 {
 				b.ReportMetric(baseline.Seconds()/per.Seconds(), "speedup-vs-Collect+MineAll")
 			}
 		})

@@ -7,7 +7,13 @@
 // Mine is pure and deterministic (values in, values out; the same input in
 // any order gives the same bytes). Walk, Collect and MineTree read a tree
 // through engine.Store, decoding on GOMAXPROCS workers; MineTree holds one
-// domain's traces at a time. Report renders the proposals as the Markdown of a
+// domain's traces at a time. Learn (what pem deep-learn runs) gives MineTree's
+// proposals while bounding time and memory: GOMAXPROCS domains at a time, and
+// an incremental state — one file per domain in a directory the caller names
+// (cmd/pem: in the git directory), the only files this package writes — so
+// that entries whose files did not change are not read again (Mine is
+// finish(mineCore(in)): the core is remembered, the clock applied after).
+// Report renders the proposals as the Markdown of a
 // pull request. Entry is the one-entry variant behind experience_deep_learn.
 // Rephrase is the optional model pass: it may reword hints through a
 // Rephraser, never add anything. The rules are in docs/deep-learn.md.

@@ -2,7 +2,6 @@ package deeplearn
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +76,25 @@ const Source = "deep-learn"
 // to. A verified (or contested) entry is never changed: the proposal is a new
 // candidate revision that supersedes it.
 func Mine(in Input) Proposal {
+	return finish(mineCore(in), in.Now, in.Policy)
+}
+
+// core is what Mine derives from an entry's traces, facts, experience and
+// policy: everything but what depends on the clock (the status, through the
+// confidence's decay, and the history's timestamps). Learn remembers it for
+// entries whose files did not change, and finish completes it at any now.
+type core struct {
+	P          Proposal          // Facts, Changed and Supersedes unset
+	F          *engine.Facts     // the proposal without its status and revision
+	Cur        *engine.Facts     // the current entry; nil when there is none
+	Ev         []engine.Evidence // the experience's evidence, then every live trace's
+	Latest     time.Time         // the newest live trace's start
+	Live, OK   int               // live traces (not flagged), successful ones
+	VerifiedOn int               // verifiedOn(Cur, Experience)
+	CurSum     string            // material(Cur)
+}
+
+func mineCore(in Input) core {
 	p := Proposal{Domain: in.Domain, Intent: in.Intent, IntentKey: in.IntentKey}
 	traces := make([]*engine.Trace, 0, len(in.Traces))
 	for _, t := range in.Traces {
@@ -237,23 +255,47 @@ func Mine(in Input) Proposal {
 	f.Provenance.Traces = newest(ids)
 	f.Provenance.Sources = mergeStrings(f.Provenance.Sources, []string{Source})
 
-	f.Status = status(in, traces, f.HasPageText())
+	// Scrubbed here too (finish scrubs again; it is idempotent), so that the
+	// state Learn keeps in the git directory holds no credential either.
+	engine.ScrubFacts(f)
+	c := core{P: p, F: f, Cur: cur, Live: len(traces), OK: len(ok)}
+	if in.Experience != nil {
+		c.Ev = append(c.Ev, in.Experience.Evidence...)
+	}
+	for _, t := range traces {
+		c.Ev = append(c.Ev, engine.EvidenceOf(t)) // Confidence counts a trace id once
+		if c.Latest.IsZero() || t.StartedAt.After(c.Latest) {
+			c.Latest = t.StartedAt
+		}
+	}
+	if cur != nil {
+		c.VerifiedOn = verifiedOn(cur, in.Experience, in.Policy)
+		c.CurSum = material(cur)
+	}
+	return c
+}
+
+// finish completes a core as of now: the status, the scrub, the revision,
+// whether it is a change, and the history's transitions.
+func finish(c core, now time.Time, pol engine.Policy) Proposal {
+	p, f, cur := c.P, c.F, c.Cur
+	f.Status = status(c.Ev, c.Latest, now, pol, f.HasPageText())
 	// The scrubber's rules (engine.ScrubFacts): secrets in traces written
 	// before it, or in the current entry, never reach a proposal.
 	engine.ScrubFacts(f)
 	f.Revision = f.ContentHash()
 
 	if cur != nil {
-		p.Changed = material(cur) != material(f)
+		p.Changed = c.CurSum != material(f)
 		switch {
 		case !p.Changed:
 			// Nothing to propose: keep the current entry as it is.
 			f = cur.Clone()
-		case frozen(cur) && len(ok) < verifiedOn(cur, in.Experience, in.Policy):
+		case frozen(cur) && c.OK < c.VerifiedOn:
 			// Never supersede verified knowledge on less evidence than it was
 			// verified on (after the TTL only a few traces may be on hand).
 			p.Reasons = append(p.Reasons, fmt.Sprintf("%s revision %s was verified on %d successful runs; %d on hand are not enough to supersede it: no proposal",
-				cur.Status, cur.Revision, verifiedOn(cur, in.Experience, in.Policy), len(ok)))
+				cur.Status, cur.Revision, c.VerifiedOn, c.OK))
 			p.Changed = false
 			f = cur.Clone()
 		case frozen(cur):
@@ -263,18 +305,18 @@ func Mine(in Input) Proposal {
 			}
 			p.Supersedes = f.Supersedes
 			p.Reasons = append(p.Reasons, fmt.Sprintf("%s revision %s is frozen: this is a new revision that supersedes it", cur.Status, p.Supersedes))
-			f.History = append(f.History, transition(cur.Status, f.Status, in.Now, "deep-learn: revision "+f.Revision+" supersedes "+p.Supersedes))
+			f.History = append(f.History, transition(cur.Status, f.Status, now, "deep-learn: revision "+f.Revision+" supersedes "+p.Supersedes))
 		case cur.Status != f.Status:
-			f.History = append(f.History, transition(cur.Status, f.Status, in.Now, "deep-learn: "+statusReason(f.Status)))
+			f.History = append(f.History, transition(cur.Status, f.Status, now, "deep-learn: "+statusReason(f.Status)))
 		}
 	} else {
-		p.Changed = len(traces) > 0
+		p.Changed = c.Live > 0
 	}
 	p.Facts = f
 	return p
 }
 
-var countRe = regexp.MustCompile(`(failed|seen in) \d+ `)
+var countRe = engine.LazyRE(`(failed|seen in) \d+ `)
 
 // material is the hash of what a reviewer must look at: the content without
 // the numbers that move with every run (selector stability, counts in
@@ -400,19 +442,13 @@ func frozen(f *engine.Facts) bool {
 // status is the proposal's status: what the evidence supports under the
 // promotion rules (engine.NextStatus from hypothesis), capped at candidate —
 // only consolidation, after review, verifies.
-func status(in Input, traces []*engine.Trace, pageText bool) engine.Status {
-	var ev []engine.Evidence
-	if in.Experience != nil {
-		ev = append(ev, in.Experience.Evidence...)
+// ev is the experience's evidence and the live traces'; the clock is now,
+// or the newest trace's start when that is later.
+func status(ev []engine.Evidence, latest, now time.Time, pol engine.Policy, pageText bool) engine.Status {
+	if now.IsZero() || latest.After(now) {
+		now = latest
 	}
-	now := in.Now
-	for _, t := range traces {
-		ev = append(ev, engine.EvidenceOf(t)) // Confidence counts a trace id once
-		if now.IsZero() || t.StartedAt.After(now) {
-			now = t.StartedAt
-		}
-	}
-	s, _ := engine.NextStatus(engine.Hypothesis, engine.Confidence(ev, now, in.Policy), pageText, in.Policy)
+	s, _ := engine.NextStatus(engine.Hypothesis, engine.Confidence(ev, now, pol), pageText, pol)
 	if s == engine.Verified {
 		s = engine.Candidate
 	}
@@ -645,9 +681,9 @@ func normURL(u string) string {
 }
 
 var (
-	nonWord  = regexp.MustCompile(`[^a-z0-9]+`)
-	nameAttr = regexp.MustCompile(`name=["']?([a-z0-9_-]+)`)
-	idPart   = regexp.MustCompile(`#([a-z0-9_-]+)`)
+	nonWord  = engine.LazyRE(`[^a-z0-9]+`)
+	nameAttr = engine.LazyRE(`name=["']?([a-z0-9_-]+)`)
+	idPart   = engine.LazyRE(`#([a-z0-9_-]+)`)
 )
 
 // paramName derives a parameter name from a step's selector:

@@ -3,7 +3,6 @@ package deeplearn
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/pemdev/pem/engine"
@@ -18,7 +17,7 @@ type Rephraser interface {
 // MaxHintChars caps a reworded hint.
 const MaxHintChars = 240
 
-var quotedRe = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+var quotedRe = engine.LazyRE(`"(?:[^"\\]|\\.)*"`)
 
 // Rephrase rewords the hints that p adds to the entry (hints already in the
 // current entry are left as reviewed) through r. It only changes wording: a

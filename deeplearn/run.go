@@ -147,8 +147,18 @@ func Walk(ctx context.Context, st engine.Store, f Filter, now time.Time, fn func
 func readTraces(ctx context.Context, st engine.Store, refs []engine.TraceRef) ([]*engine.Trace, []error) {
 	traces := make([]*engine.Trace, len(refs))
 	errs := make([]error, len(refs))
-	parallel(len(refs), func(i int) { traces[i], errs[i] = st.Trace(ctx, refs[i]) })
+	read := st.Trace
+	if o, ok := st.(onceReader); ok {
+		read = o.TraceOnce // each trace is read once: keep the store's cache out of it
+	}
+	parallel(len(refs), func(i int) { traces[i], errs[i] = read(ctx, refs[i]) })
 	return traces, errs
+}
+
+// onceReader is a store that can read a trace without caching it
+// (store.Store); deep-learn reads each trace once per run.
+type onceReader interface {
+	TraceOnce(ctx context.Context, ref engine.TraceRef) (*engine.Trace, error)
 }
 
 // parallel runs f(0) … f(n-1) on up to GOMAXPROCS goroutines and waits.

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -173,10 +172,10 @@ func newestRead(rs []AnswerRead) readKey {
 }
 
 var (
-	numberRe   = regexp.MustCompile(`^[\s$€£+-]*[\d.,]+\s*(%|k|m|stars?|forks?|issues?|open|closed)?\s*$`)
-	dateRe     = regexp.MustCompile(`\b(\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d+ (seconds?|minutes?|hours?|days?|weeks?|months?|years?) ago|yesterday|today)\b`)
-	volatileRe = regexp.MustCompile(`(?i)\b(latest|current|currently|now|today|count|how many|number of|status|recent|newest|last|price|open)\b`)
-	statusRe   = regexp.MustCompile(`(?i)^(success|succeeded|passing|passed|failing|failed|queued|running|in progress|pending|cancelled|canceled|green|red|open|closed|merged)$`)
+	numberRe   = LazyRE(`^[\s$€£+-]*[\d.,]+\s*(%|k|m|stars?|forks?|issues?|open|closed)?\s*$`)
+	dateRe     = LazyRE(`\b(\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d{1,2}|\d+ (seconds?|minutes?|hours?|days?|weeks?|months?|years?) ago|yesterday|today)\b`)
+	volatileRe = LazyRE(`(?i)\b(latest|current|currently|now|today|count|how many|number of|status|recent|newest|last|price|open)\b`)
+	statusRe   = LazyRE(`(?i)^(success|succeeded|passing|passed|failing|failed|queued|running|in progress|pending|cancelled|canceled|green|red|open|closed|merged)$`)
 )
 
 // AnswerFreshness classifies an answer by its kind: counts, numbers, dates,

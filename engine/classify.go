@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -154,7 +153,7 @@ func Classify(t *Trace) FailureCategory {
 }
 
 type textRule struct {
-	re  *regexp.Regexp
+	re  *LazyRegexp
 	cat FailureCategory
 }
 
@@ -163,18 +162,18 @@ type textRule struct {
 // a number that happens to appear inside an id, a URL or an attribute selector
 // ("[data-code=403]" is no status).
 var textRules = []textRule{
-	{regexp.MustCompile(`\b(captcha|recaptcha|hcaptcha|are you a robot|bot detection|cloudflare challenge|unusual traffic)\b`), AntiBot},
-	{regexp.MustCompile(`(?:^|[^\w\-\[])(status|http|code)[ :=]*429\b|\btoo many requests\b|\brate.?limit`), AntiBot},
-	{regexp.MustCompile(`(?:^|[^\w\-\[])(status|http|code)[ :=]*40[17]\b|\bunauthori[sz]ed\b|\b(sign|log)[ -]?in required\b|\bauthentication required\b|\bredirected to (the )?(login|sign.?in)\b`), AuthRequired},
-	{regexp.MustCompile(`(?:^|[^\w\-\[])(status|http|code)[ :=]*403\b|\bforbidden\b|\baccess denied\b|\bpermission denied\b`), PermissionDenied},
-	{regexp.MustCompile(`\b(intercept|obscur|overlay|covered by|modal|cookie banner|not clickable)`), OverlayBlocked},
-	{regexp.MustCompile(`\b(err_name_not_resolved|err_connection|connection (refused|reset)|no such host|dns|net::|tls handshake|network error)|(?:^|[^\w\-\[])(status|http|code)[ :=]*5\d\d\b`), Network},
-	{regexp.MustCompile(`\b(lazy|infinite scroll|load more)\b`), LazyLoading},
-	{regexp.MustCompile(`\b(redirect(ed)?)\b`), UnexpectedRedirect},
-	{regexp.MustCompile(`\b(no (such )?element|not found|no node|did not match|matches nothing|selector)\b`), SelectorDrift},
-	{regexp.MustCompile(`\b(timeout|timed out|deadline exceeded)\b`), Timing},
-	{regexp.MustCompile(`\b(layout|visual|screenshot differs)\b`), VisualDrift},
-	{regexp.MustCompile(`\b(a/b|experiment|variant)\b`), ABExperiment},
+	{LazyRE(`\b(captcha|recaptcha|hcaptcha|are you a robot|bot detection|cloudflare challenge|unusual traffic)\b`), AntiBot},
+	{LazyRE(`(?:^|[^\w\-\[])(status|http|code)[ :=]*429\b|\btoo many requests\b|\brate.?limit`), AntiBot},
+	{LazyRE(`(?:^|[^\w\-\[])(status|http|code)[ :=]*40[17]\b|\bunauthori[sz]ed\b|\b(sign|log)[ -]?in required\b|\bauthentication required\b|\bredirected to (the )?(login|sign.?in)\b`), AuthRequired},
+	{LazyRE(`(?:^|[^\w\-\[])(status|http|code)[ :=]*403\b|\bforbidden\b|\baccess denied\b|\bpermission denied\b`), PermissionDenied},
+	{LazyRE(`\b(intercept|obscur|overlay|covered by|modal|cookie banner|not clickable)`), OverlayBlocked},
+	{LazyRE(`\b(err_name_not_resolved|err_connection|connection (refused|reset)|no such host|dns|net::|tls handshake|network error)|(?:^|[^\w\-\[])(status|http|code)[ :=]*5\d\d\b`), Network},
+	{LazyRE(`\b(lazy|infinite scroll|load more)\b`), LazyLoading},
+	{LazyRE(`\b(redirect(ed)?)\b`), UnexpectedRedirect},
+	{LazyRE(`\b(no (such )?element|not found|no node|did not match|matches nothing|selector)\b`), SelectorDrift},
+	{LazyRE(`\b(timeout|timed out|deadline exceeded)\b`), Timing},
+	{LazyRE(`\b(layout|visual|screenshot differs)\b`), VisualDrift},
+	{LazyRE(`\b(a/b|experiment|variant)\b`), ABExperiment},
 }
 
 func classifyText(s string) FailureCategory {

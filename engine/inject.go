@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -40,39 +39,39 @@ const (
 // the screen cheap on ordinary text.
 type injectionRule struct {
 	triggers []string
-	re       *regexp.Regexp
+	re       *LazyRegexp
 }
 
 var injectionRes = []injectionRule{
 	// Instruction overrides: "ignore all previous instructions", "disregard
 	// earlier", "forget everything above", "override the system prompt".
-	{[]string{"ignore", "disregard", "forget", "override", "overrule", "bypass", "neglect", "abandon", "discard", "drop", "skip"}, regexp.MustCompile(wb + `(?:ignore|disregard|forget|override|overrule|bypass|neglect|abandon|discard|drop|skip)` + sep +
+	{[]string{"ignore", "disregard", "forget", "override", "overrule", "bypass", "neglect", "abandon", "discard", "drop", "skip"}, LazyRE(wb + `(?:ignore|disregard|forget|override|overrule|bypass|neglect|abandon|discard|drop|skip)` + sep +
 		`(?:(?:all|any|every|each|the|of|your|my|these|those|everything|what(?:` + sep + `(?:was|is|you|were))?|that|you|were|been|have|told|given|said)` + sep + `)*` +
 		`(?:previous|previously|prior|above|earlier|preceding|former|foregoing|original|initial|system|developer|old|past|before)` +
 		`(?:` + sep + `(?:\p{L}+` + sep + `)?(?:instructions?|prompts?|messages?|directions?|directives?|commands?|rules?|guidelines?|context|orders?|guidance|conversation|text|content|inputs?|constraints?|policy|policies|programming|settings?|tasks?)` + we + `|\s*(?:[^\p{L}\p{N}\s]|$|\n)|` + sep + `(?:and|then|now|instead)` + we + `)`)},
-	{[]string{"ignore", "disregard", "forget", "override", "bypass"}, regexp.MustCompile(wb + `(?:ignore|disregard|forget|override|bypass)` + sep + `(?:all` + sep + `)?(?:of` + sep + `)?(?:your|my|these|any)` + sep + `(?:\p{L}+` + sep + `)?(?:instructions|prompts?|rules|guidelines|directives|programming|guardrails|restrictions|constraints)` + we)},
-	{[]string{"forget", "ignore", "disregard"}, regexp.MustCompile(`\b(?:forget|ignore|disregard)` + sep + `(?:everything|all)` + sep + `(?:you|above|before|prior|previous|earlier|said|that|i)\b`)},
-	{[]string{"not"}, regexp.MustCompile(`\b` + phrase("do", "not", `(?:follow|obey|listen`+sep+`to)`) + sep + `(?:your|the|any|those)` + sep + `(?:previous|prior|original|system|earlier|above)`)},
-	{[]string{"now"}, regexp.MustCompile(`\byou` + sep + `are` + sep + `now` + sep + `(?:(?:an?|the|my|in)` + sep + `)?(?:different|new|unrestricted|unfiltered|uncensored|jailbroken|evil|dan|developer|god|admin(?:istrator)?|root|free|no` + sep + `longer)\b`)},
-	{[]string{"now"}, regexp.MustCompile(`\bfrom` + sep + `now` + sep + `on` + sep + `(?:you|your|ignore|disregard|act|respond|only)\b`)},
-	{[]string{"instruction", "prompt", "directive", "order"}, regexp.MustCompile(`\b(?:new|updated|revised|real|actual|true|additional|secret|hidden|override|important|urgent|system)` + sep + `(?:system` + sep + `)?(?:instructions?|prompt|directives?|orders?)\s*:`)},
-	{[]string{"system"}, regexp.MustCompile(`\bsystem` + sep + `(?:prompt|message|override|instruction)s?\s*:`)},
-	{[]string{"system", "instructions", "prompt"}, regexp.MustCompile(`\b(?:reveal|print|show|output|repeat|leak|display|dump|disclose|tell` + sep + `me|give` + sep + `me|what` + sep + `(?:is|are))` + sep + `(?:(?:your|the|me|all|of)` + sep + `)*(?:system` + sep + `prompt|initial` + sep + `(?:instructions|prompt)|hidden` + sep + `(?:instructions|prompt)|(?:instructions|prompt)` + sep + `above)`)},
-	{[]string{"act", "behave", "pretend", "roleplay"}, regexp.MustCompile(`\b(?:act|behave|pretend|roleplay)` + sep + `(?:as|like|to` + sep + `be)` + sep + `(?:if` + sep + `)?(?:you` + sep + `(?:are|were)` + sep + `)?(?:an?` + sep + `)?(?:unrestricted|unfiltered|jailbroken|dan|evil|different` + sep + `(?:ai|assistant|model)|system|developer` + sep + `mode)\b`)},
-	{[]string{"mode"}, regexp.MustCompile(`\b(?:developer|dan|god|jailbreak)` + sep + `mode` + sep + `(?:enabled|on|activated)\b`)},
+	{[]string{"ignore", "disregard", "forget", "override", "bypass"}, LazyRE(wb + `(?:ignore|disregard|forget|override|bypass)` + sep + `(?:all` + sep + `)?(?:of` + sep + `)?(?:your|my|these|any)` + sep + `(?:\p{L}+` + sep + `)?(?:instructions|prompts?|rules|guidelines|directives|programming|guardrails|restrictions|constraints)` + we)},
+	{[]string{"forget", "ignore", "disregard"}, LazyRE(`\b(?:forget|ignore|disregard)` + sep + `(?:everything|all)` + sep + `(?:you|above|before|prior|previous|earlier|said|that|i)\b`)},
+	{[]string{"not"}, LazyRE(`\b` + phrase("do", "not", `(?:follow|obey|listen`+sep+`to)`) + sep + `(?:your|the|any|those)` + sep + `(?:previous|prior|original|system|earlier|above)`)},
+	{[]string{"now"}, LazyRE(`\byou` + sep + `are` + sep + `now` + sep + `(?:(?:an?|the|my|in)` + sep + `)?(?:different|new|unrestricted|unfiltered|uncensored|jailbroken|evil|dan|developer|god|admin(?:istrator)?|root|free|no` + sep + `longer)\b`)},
+	{[]string{"now"}, LazyRE(`\bfrom` + sep + `now` + sep + `on` + sep + `(?:you|your|ignore|disregard|act|respond|only)\b`)},
+	{[]string{"instruction", "prompt", "directive", "order"}, LazyRE(`\b(?:new|updated|revised|real|actual|true|additional|secret|hidden|override|important|urgent|system)` + sep + `(?:system` + sep + `)?(?:instructions?|prompt|directives?|orders?)\s*:`)},
+	{[]string{"system"}, LazyRE(`\bsystem` + sep + `(?:prompt|message|override|instruction)s?\s*:`)},
+	{[]string{"system", "instructions", "prompt"}, LazyRE(`\b(?:reveal|print|show|output|repeat|leak|display|dump|disclose|tell` + sep + `me|give` + sep + `me|what` + sep + `(?:is|are))` + sep + `(?:(?:your|the|me|all|of)` + sep + `)*(?:system` + sep + `prompt|initial` + sep + `(?:instructions|prompt)|hidden` + sep + `(?:instructions|prompt)|(?:instructions|prompt)` + sep + `above)`)},
+	{[]string{"act", "behave", "pretend", "roleplay"}, LazyRE(`\b(?:act|behave|pretend|roleplay)` + sep + `(?:as|like|to` + sep + `be)` + sep + `(?:if` + sep + `)?(?:you` + sep + `(?:are|were)` + sep + `)?(?:an?` + sep + `)?(?:unrestricted|unfiltered|jailbroken|dan|evil|different` + sep + `(?:ai|assistant|model)|system|developer` + sep + `mode)\b`)},
+	{[]string{"mode"}, LazyRE(`\b(?:developer|dan|god|jailbreak)` + sep + `mode` + sep + `(?:enabled|on|activated)\b`)},
 	// Role tags and chat-template tokens, inner spaces allowed.
-	{[]string{"<"}, regexp.MustCompile(`<\s*/?\s*(?:system|assistant|user|human|developer|tool|tool_call|tool_calls|tool_result|tool_use|tool_response|function|function_call|function_calls|function_results|invoke|parameter|antml:[a-z_]+|memory|instructions?|prompt|context|im_start|im_end|inst|sys|start_of_turn|end_of_turn)\b[^>]*>`)},
-	{[]string{"<", "[", "|"}, regexp.MustCompile(`<\s*\|\s*[a-z_]+\s*\|\s*>|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>|\|\s*(?:im_start|im_end|endoftext|eot_id)\s*\|`)},
-	{[]string{"human", "assistant"}, regexp.MustCompile(`(?:^|\n)\s*(?:human|assistant)\s*:\s*\S`)},
+	{[]string{"<"}, LazyRE(`<\s*/?\s*(?:system|assistant|user|human|developer|tool|tool_call|tool_calls|tool_result|tool_use|tool_response|function|function_call|function_calls|function_results|invoke|parameter|antml:[a-z_]+|memory|instructions?|prompt|context|im_start|im_end|inst|sys|start_of_turn|end_of_turn)\b[^>]*>`)},
+	{[]string{"<", "[", "|"}, LazyRE(`<\s*\|\s*[a-z_]+\s*\|\s*>|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>|\|\s*(?:im_start|im_end|endoftext|eot_id)\s*\|`)},
+	{[]string{"human", "assistant"}, LazyRE(`(?:^|\n)\s*(?:human|assistant)\s*:\s*\S`)},
 	// Tool-call look-alikes.
-	{[]string{`"tool`, `"function_call`}, regexp.MustCompile(`"(?:tool|tool_name|function_call|tool_calls|tool_use|tool_input)"\s*:`)},
+	{[]string{`"tool`, `"function_call`}, LazyRE(`"(?:tool|tool_name|function_call|tool_calls|tool_use|tool_input)"\s*:`)},
 	// Fence and heading breakouts: a fence anywhere, a heading or a tag
 	// opening a line.
-	{[]string{"```", "~~~"}, regexp.MustCompile("`{3,}|~{3,}")},
-	{[]string{"#"}, regexp.MustCompile(`(?:^|\n)\s*#{1,6}(?:\s|$)|#{2,}\s*(?:system|instructions?|assistant|prompt)\b`)},
-	{[]string{"["}, regexp.MustCompile(`\[\s*/?\s*(?:system|assistant)\s*\]`)},
+	{[]string{"```", "~~~"}, LazyRE("`{3,}|~{3,}")},
+	{[]string{"#"}, LazyRE(`(?:^|\n)\s*#{1,6}(?:\s|$)|#{2,}\s*(?:system|instructions?|assistant|prompt)\b`)},
+	{[]string{"["}, LazyRE(`\[\s*/?\s*(?:system|assistant)\s*\]`)},
 	// pem's placeholders in page text: a page asking for a declared secret.
-	{[]string{"{{"}, regexp.MustCompile(`\{\{\s*secret\s*:`)},
+	{[]string{"{{"}, LazyRE(`\{\{\s*secret\s*:`)},
 }
 
 func containsAny(s string, subs []string) bool {

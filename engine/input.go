@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -103,7 +102,7 @@ func (f *FlexTime) UnmarshalJSON(b []byte) error {
 // records it ("error: element not found", "failed to click", an exception name
 // such as TimeoutException). A bare word read from a page ("Failed", a build
 // status) is not an error.
-var resultErrorRe = regexp.MustCompile(`(?i:^\s*(error|exception|failure)\s*[:!]|^\s*failed\s+(to|with|:|on)\b)|\b[A-Z][A-Za-z]*(Exception|Error)\b`)
+var resultErrorRe = LazyRE(`(?i:^\s*(error|exception|failure)\s*[:!]|^\s*failed\s+(to|with|:|on)\b)|\b[A-Z][A-Za-z]*(Exception|Error)\b`)
 
 // resultError returns the result text when it reports a failure, else "".
 func resultError(v any) string {

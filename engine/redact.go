@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -11,7 +10,7 @@ import (
 // Redacted replaces a value that must never be stored.
 const Redacted = "{{redacted}}"
 
-var passwordSelector = regexp.MustCompile(`(?i)(type\s*=\s*["']?password|passw(or)?d|passwd|\bpin\b|secret|otp|one-time)`)
+var passwordSelector = LazyRE(`(?i)(type\s*=\s*["']?password|passw(or)?d|passwd|\bpin\b|secret|otp|one-time)`)
 
 // SecretPlaceholder is how a declared secret appears to tasks, planners, traces
 // and memory.

@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/base64"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -49,7 +48,7 @@ type SecretHit struct {
 
 type secretRule struct {
 	kind SecretKind
-	re   *regexp.Regexp
+	re   *LazyRegexp
 	// group is the submatch holding the value (0: the whole match).
 	group int
 	// triggers: lower-case literals of which one must occur for the rule to
@@ -70,56 +69,56 @@ const (
 
 var secretRules = []secretRule{
 	{kind: SecretPrivateKey, triggers: []string{"private key"},
-		re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)`)},
+		re: LazyRE(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)`)},
 	{kind: SecretAWSKeyID, triggers: []string{"akia", "asia", "abia", "acca"},
-		re: regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
+		re: LazyRE(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
 	{kind: SecretAWSSecret, triggers: []string{"secret"}, group: 1,
-		re: regexp.MustCompile(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})`)},
+		re: LazyRE(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})`)},
 	{kind: SecretGitHub, triggers: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
-		re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
+		re: LazyRE(`\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
 	{kind: SecretGitLab, triggers: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glft-", "glimt-", "glsoat-"},
-		re: regexp.MustCompile(`\bgl(?:pat|dt|rt|ptt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,}`)},
+		re: LazyRE(`\bgl(?:pat|dt|rt|ptt|cbt|oas|ft|imt|soat)-[A-Za-z0-9_\-]{20,}`)},
 	{kind: SecretSlack, triggers: []string{"xox"},
-		re: regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,}`)},
+		re: LazyRE(`\bxox[abposre]-[A-Za-z0-9-]{10,}`)},
 	{kind: SecretSlackHook, triggers: []string{"hooks.slack.com"},
-		re: regexp.MustCompile(`(?i)hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+`)},
+		re: LazyRE(`(?i)hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+`)},
 	{kind: SecretGoogle, triggers: []string{"aiza"},
-		re: regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`)},
+		re: LazyRE(`\bAIza[0-9A-Za-z_\-]{35}`)},
 	{kind: SecretStripe, triggers: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"},
-		re: regexp.MustCompile(`\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[A-Za-z0-9]{24,})`)},
+		re: LazyRE(`\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[A-Za-z0-9]{24,})`)},
 	{kind: SecretAPIKey, triggers: []string{"sk-"},
-		re: regexp.MustCompile(`\bsk-(?:ant-(?:api03-|admin01-)?|proj-|live-|svcacct-|admin-)?[A-Za-z0-9_\-]{24,}`)},
+		re: LazyRE(`\bsk-(?:ant-(?:api03-|admin01-)?|proj-|live-|svcacct-|admin-)?[A-Za-z0-9_\-]{24,}`)},
 	{kind: SecretPackageToken, triggers: []string{"npm_", "hf_", "sg.", "pypi-", "_v1_", "shpat_", "shpss_", "shpca_", "shppa_"},
-		re: regexp.MustCompile(`\b(?:npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}|pypi-AgE[A-Za-z0-9_\-]{50,}|do[por]_v1_[a-f0-9]{64}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})\b`)},
+		re: LazyRE(`\b(?:npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}|pypi-AgE[A-Za-z0-9_\-]{50,}|do[por]_v1_[a-f0-9]{64}|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32})\b`)},
 	{kind: SecretPackageToken, triggers: []string{"xapp-", "sq0", "dapi", "hvs.", "dp.pt.", "lin_api_", "figd_", "glsa_", "atatt3", "key-"},
-		re: regexp.MustCompile(`\b(?:xapp-\d-[A-Za-z0-9-]{10,}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}|dapi[a-f0-9]{32}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{40}|figd_[A-Za-z0-9_\-]{40,}|glsa_[A-Za-z0-9_]{32,}|ATATT3[A-Za-z0-9_\-=]{50,}|key-[a-f0-9]{32})\b`)},
+		re: LazyRE(`\b(?:xapp-\d-[A-Za-z0-9-]{10,}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,}|dapi[a-f0-9]{32}|hvs\.[A-Za-z0-9_\-]{24,}|dp\.pt\.[A-Za-z0-9]{40,}|lin_api_[A-Za-z0-9]{40}|figd_[A-Za-z0-9_\-]{40,}|glsa_[A-Za-z0-9_]{32,}|ATATT3[A-Za-z0-9_\-=]{50,}|key-[a-f0-9]{32})\b`)},
 	{kind: SecretJWT, triggers: []string{"eyj"},
-		re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{8,}`)},
+		re: LazyRE(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{8,}`)},
 	// Headers: the whole value, scheme included, to the end of the line.
 	{kind: SecretAuthHeader, triggers: []string{"authorization"}, group: 1, valid: credentialValue,
-		re: regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?([^\r\n"'<>]+)`)},
+		re: LazyRE(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?([^\r\n"'<>]+)`)},
 	{kind: SecretCookie, triggers: []string{"cookie"}, group: 1,
-		re: regexp.MustCompile(`(?i)\b(?:set-)?cookies?["']?\s*[:=]\s*["']?([^\s=;:"',]+=[^\r\n"']*)`)},
+		re: LazyRE(`(?i)\b(?:set-)?cookies?["']?\s*[:=]\s*["']?([^\s=;:"',]+=[^\r\n"']*)`)},
 	{kind: SecretBearer, triggers: []string{"bearer"}, group: 1, valid: tokenLike,
-		re: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{12,}=*)`)},
+		re: LazyRE(`(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{12,}=*)`)},
 	{kind: SecretBearer, triggers: []string{"token"}, group: 1, valid: tokenLike,
-		re: regexp.MustCompile(`(?i)\btoken\s+([A-Za-z0-9\-._~+/]{20,}=*)`)},
+		re: LazyRE(`(?i)\btoken\s+([A-Za-z0-9\-._~+/]{20,}=*)`)},
 	{kind: SecretBasic, triggers: []string{"basic"}, group: 1, valid: basicCredential,
-		re: regexp.MustCompile(`(?i)\bbasic\s+([A-Za-z0-9+/]{6,}={0,2})`)},
+		re: LazyRE(`(?i)\bbasic\s+([A-Za-z0-9+/]{6,}={0,2})`)},
 	{kind: SecretURLUserinfo, triggers: []string{"://"}, group: 1, valid: credentialValue,
-		re: regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://([^/?#\s@"'<>\\]+)@`)},
+		re: LazyRE(`[a-zA-Z][a-zA-Z0-9+.-]*://([^/?#\s@"'<>\\]+)@`)},
 	// name=value in a query, a form body or free text.
 	{kind: SecretParam, triggers: credTriggers, group: 1, valid: credentialValue,
-		re: regexp.MustCompile(`(?i)(?:^|[?&;#/\s"'{,(\[])` + credName + `=([^&\s"'#;<>]*)`)},
+		re: LazyRE(`(?i)(?:^|[?&;#/\s"'{,(\[])` + credName + `=([^&\s"'#;<>]*)`)},
 	// name: value in JSON, YAML and headers (X-Api-Key: …); strong names
 	// only, since "session: s1" is pem's own field.
 	{kind: SecretParam, triggers: credTriggers, group: 1, valid: credentialValue,
-		re: regexp.MustCompile(`(?i)(?:^|[\s"'{,(\[;])["']?` + credNameStrong + `["']?\s*:\s*["']?([^\s"'&,;{}\[\]<>]{3,})`)},
+		re: LazyRE(`(?i)(?:^|[\s"'{,(\[;])["']?` + credNameStrong + `["']?\s*:\s*["']?([^\s"'&,;{}\[\]<>]{3,})`)},
 }
 
-var placeholderRe = regexp.MustCompile(`\{\{(?:secret:[^{}]*|redacted)\}\}`)
+var placeholderRe = LazyRE(`\{\{(?:secret:[^{}]*|redacted)\}\}`)
 
-var credKeyRe = regexp.MustCompile(`(?i)^` + credName + `$`)
+var credKeyRe = LazyRE(`(?i)^` + credName + `$`)
 
 // credentialKey reports whether a field name says its value is a credential.
 func credentialKey(name string) bool { return credKeyRe.MatchString(strings.TrimSpace(name)) }

@@ -1,13 +1,12 @@
 package engine
 
 import (
-	"regexp"
 	"strings"
 )
 
 var (
-	selectorAttrValue = regexp.MustCompile(`\[\s*([a-zA-Z_:-]+)\s*[~|^$*]?=\s*["']?([^"'\]]+)["']?\s*\]`)
-	nonSlugChars      = regexp.MustCompile(`[^a-z0-9]+`)
+	selectorAttrValue = LazyRE(`\[\s*([a-zA-Z_:-]+)\s*[~|^$*]?=\s*["']?([^"'\]]+)["']?\s*\]`)
+	nonSlugChars      = LazyRE(`[^a-z0-9]+`)
 )
 
 // SelectorName is the short name a selector gets in a facts entry's

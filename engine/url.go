@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,7 +38,7 @@ var volatileParams = map[string]bool{
 }
 
 // trackingSegment matches tracking path segments such as Amazon's "/ref=sr_1_1".
-var trackingSegment = regexp.MustCompile(`^ref=[^/]*$`)
+var trackingSegment = LazyRE(`^ref=[^/]*$`)
 
 // isVolatileParam reports whether a query key is dropped by normalization.
 func isVolatileParam(k string) bool {
@@ -172,7 +171,7 @@ func numericHost(host string) bool {
 }
 
 // schemeRe matches a leading URL scheme; "host:8080/…" is a host and port, not a scheme.
-var schemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:([^0-9]|$)`)
+var schemeRe = LazyRE(`^[A-Za-z][A-Za-z0-9+.-]*:([^0-9]|$)`)
 
 // hasScheme reports whether raw starts with a scheme ("https://…", "mailto:…"),
 // so that a scheme-less "example.com/x?next=https://…" reads as https and
@@ -214,10 +213,10 @@ func NormalizeDomain(host string) (string, error) {
 // page: numbers, hashes, UUIDs, product codes like B0012345, and slugs that
 // end in a number.
 var (
-	digitsRe = regexp.MustCompile(`^\d+$`)
-	hexRe    = regexp.MustCompile(`^[0-9a-fA-F]{7,}$`)
-	uuidRe   = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	codeRe   = regexp.MustCompile(`^[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*$`)
+	digitsRe = LazyRE(`^\d+$`)
+	hexRe    = LazyRE(`^[0-9a-fA-F]{7,}$`)
+	uuidRe   = LazyRE(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	codeRe   = LazyRE(`^[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*$`)
 )
 
 func isIDSegment(s string) bool {

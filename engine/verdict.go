@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -48,7 +47,7 @@ func JudgeKey(name string) string {
 	return IntentKey(name)
 }
 
-var judgeRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
+var judgeRe = LazyRE(`^[a-z0-9][a-z0-9-]{0,47}$`)
 
 // ApplyVerdict folds a verdict into the evidence of its run: wrong turns the
 // run into a judged_wrong failure, right into a confirmed success. A verdict

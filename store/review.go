@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pemdev/pem/engine"
@@ -379,7 +381,21 @@ func Describe(rel string, read func(limit int) ([]byte, error)) string {
 		kind = KindExperience
 	}
 	data, err := read(MaxBytes(kind))
-	if err == nil && kind == KindFacts {
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	if len(data) <= MaxBytes(kind) {
+		if d, ok := describeCanonical(data, kind); ok {
+			return d
+		}
+	}
+	return describeDecoded(data, kind)
+}
+
+// describeDecoded is Describe by strict decoding.
+func describeDecoded(data []byte, kind string) string {
+	var err error
+	if kind == KindFacts {
 		var f engine.Facts
 		if err = Unmarshal(data, &f, kind); err == nil {
 			rev := f.Revision
@@ -392,13 +408,107 @@ func Describe(rel string, read func(limit int) ([]byte, error)) string {
 			}
 			return s
 		}
-	} else if err == nil {
+	} else {
 		var x engine.Experience
 		if err = Unmarshal(data, &x, kind); err == nil {
 			return fmt.Sprintf("%d run(s): %d succeeded, %d failed", x.Attempts, x.Successes, x.Failures)
 		}
 	}
 	return "unreadable: " + err.Error()
+}
+
+// describeCanonical is Describe without decoding the document: pem log
+// describes every version of an entry in its history, and decoding each
+// (an experience file holds every folded outcome) cost most of its time. A
+// file in the canonical form pem writes (Marshal) has its top-level keys at
+// the start of a line, once each, with plain values; the fields Describe
+// shows are read from those lines. Anything else — no or an unreadable
+// format, a field missing, repeated or not a plain token, a document marker,
+// a tab, a carriage return or a NUL, a top-level line that is not `key:` —
+// is not canonical: ok is false and Describe decodes strictly. Only what the
+// description shows is checked here: a version damaged below its top level
+// is described from its top level (pem check validates every file).
+func describeCanonical(data []byte, kind string) (string, bool) {
+	if bytes.ContainsAny(data, "\t\r\x00") || len(data) == 0 || data[len(data)-1] != '\n' {
+		return "", false
+	}
+	var want []string
+	if kind == KindFacts {
+		want = []string{"format", "status", "revision", "supersedes"}
+	} else {
+		want = []string{"format", "attempts", "successes", "failures"}
+	}
+	vals := make(map[string]string, len(want))
+	seen := map[string]bool{}
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		line := data[:i]
+		data = data[i+1:]
+		if len(line) > 0 && line[0] == ' ' {
+			continue // nested content
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !plainKey(line[:colon]) || (colon+1 < len(line) && line[colon+1] != ' ') {
+			return "", false
+		}
+		key := string(line[:colon])
+		if seen[key] {
+			return "", false // strict decoding refuses a repeated key
+		}
+		seen[key] = true
+		if slices.Contains(want, key) {
+			vals[key] = strings.TrimSpace(string(line[colon+1:]))
+		}
+	}
+	f, err := strconv.Atoi(vals["format"])
+	if err != nil || checkFormat(f) != nil {
+		return "", false
+	}
+	token := func(k string, ok func(byte) bool) (string, bool) {
+		v := vals[k]
+		for i := 0; i < len(v); i++ {
+			if !ok(v[i]) {
+				return "", false
+			}
+		}
+		return v, v != ""
+	}
+	digit := func(c byte) bool { return '0' <= c && c <= '9' }
+	if kind == KindFacts {
+		st, ok1 := token("status", func(c byte) bool { return 'a' <= c && c <= 'z' })
+		rev, ok2 := token("revision", func(c byte) bool { return digit(c) || 'a' <= c && c <= 'f' })
+		if !ok1 || !ok2 || !engine.Status(st).Valid() {
+			return "", false // no revision: Describe computes the content hash
+		}
+		s := fmt.Sprintf("status %s, revision r%s", st, rev)
+		if _, has := vals["supersedes"]; has {
+			sup, ok := token("supersedes", func(c byte) bool { return digit(c) || 'a' <= c && c <= 'f' })
+			if !ok {
+				return "", false
+			}
+			s += ", supersedes r" + sup
+		}
+		return s, true
+	}
+	var n [3]int
+	for i, k := range want[1:] {
+		v, ok := token(k, digit)
+		if !ok || len(v) > 12 || len(v) > 1 && v[0] == '0' {
+			return "", false
+		}
+		n[i], _ = strconv.Atoi(v)
+	}
+	return fmt.Sprintf("%d run(s): %d succeeded, %d failed", n[0], n[1], n[2]), true
+}
+
+// plainKey: a canonical top-level key (lower case, digits, underscores).
+func plainKey(k []byte) bool {
+	for _, c := range k {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckInjected lists a trace or facts file (rel, placed by the layout)

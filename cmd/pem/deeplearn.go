@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pemdev/pem/deeplearn"
 	"github.com/pemdev/pem/engine"
@@ -20,7 +24,7 @@ func init() {
 	registerSub("experience", newExperienceDeepLearnCmd)
 	// pem serve --deep-learn: propose on the day's review branch.
 	deepLearnJob = func(ctx context.Context, st *store.Store) error {
-		_, err := deepLearn(ctx, st, deeplearn.Filter{}, "", false, time.Now().UTC(), os.Stderr)
+		_, err := deepLearn(ctx, st, deeplearn.Filter{}, "", false, false, time.Now().UTC(), os.Stderr)
 		return err
 	}
 	mcpDeepLearn = func(_ *cli.Context, e *engine.Engine) mcp.DeepLearnFunc {
@@ -39,12 +43,17 @@ func newDeepLearnCmd() *cli.Command {
 			"the extraction query and answers with freshness. Proposals are at most candidate; a verified entry\n" +
 			"is never edited — a change is a new revision that supersedes it. The proposals are committed on the\n" +
 			"branch pem/deep-learn/<date> (or --branch) without touching your branch, index or files; the report\n" +
-			"(the pull request body) is printed on stdout. --apply writes and commits them on the current branch.",
+			"(the pull request body) is printed on stdout. --apply writes and commits them on the current branch.\n\n" +
+			"Domains are mined in parallel, one domain's traces in memory per worker. The run remembers, in the git\n" +
+			"directory (pem-deeplearn/, never committed), which entry each trace belongs to and what each entry\n" +
+			"mined to: the next run reads only new or changed files and re-mines only the entries they touch, with\n" +
+			"the same proposals and report a full run gives. --full reads and mines everything again.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "domain", Usage: "mine only this `DOMAIN`"},
 			&cli.StringFlag{Name: "intent", Usage: "mine only this intent (`TEXT` or key)"},
 			&cli.StringFlag{Name: "branch", Usage: "the review branch `NAME` (default pem/deep-learn/<date>)"},
 			&cli.BoolFlag{Name: "apply", Usage: "write the proposals onto the current branch and commit them"},
+			&cli.BoolFlag{Name: "full", Usage: "read every file and mine every entry again, ignoring what the last run remembered"},
 			&cli.StringFlag{Name: "now", Usage: "mine as of `TIME` (RFC 3339, YYYY-MM-DDTHH:MM or YYYY-MM-DD) instead of the clock"},
 		},
 		Action: func(c *cli.Context) error {
@@ -65,7 +74,7 @@ func newDeepLearnCmd() *cli.Command {
 			}
 			defer st.Close()
 			out, err := deepLearn(c.Context, st, deeplearn.Filter{Domain: c.String("domain"), Intent: c.String("intent")},
-				c.String("branch"), c.Bool("apply"), now, c.App.ErrWriter)
+				c.String("branch"), c.Bool("apply"), c.Bool("full"), now, c.App.ErrWriter)
 			if err != nil {
 				return err
 			}
@@ -77,14 +86,23 @@ func newDeepLearnCmd() *cli.Command {
 
 // deepLearn mines and proposes; it returns the Markdown report. Progress and
 // the summary go to log.
-func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch string, apply bool, now time.Time, log io.Writer) (string, error) {
+func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch string, apply, full bool, now time.Time, log io.Writer) (string, error) {
+	// A full run over a large tree makes garbage faster than the collector's
+	// default pace returns it: a soft limit keeps the process near its live
+	// heap (the goal is ≤ 512 MB at 100,000 traces). GOMEMLIMIT, when set, wins.
+	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(deepLearnMemoryLimit))
+	}
 	if err := materializeTree(ctx, st); err != nil {
 		return "", err
 	}
-	ps, warnings, err := deeplearn.MineTree(ctx, st, f, now)
+	ps, warnings, stats, err := deeplearn.Learn(ctx, st, f, now, deeplearn.Options{StateDir: deepLearnState(ctx, st.Root()), Full: full})
 	if err != nil {
 		return "", err
 	}
+	fmt.Fprintf(log, "pem: deep-learn: %d %s, %d %s: %d mined, %d unchanged since the last run; %d %s read\n",
+		stats.Domains, plural(stats.Domains, "domain", "domains"), stats.Entries, plural(stats.Entries, "entry", "entries"),
+		stats.Mined, stats.Reused, stats.TracesRead, plural(stats.TracesRead, "trace file", "trace files"))
 	for _, w := range warnings {
 		fmt.Fprintf(log, "pem: skipped: %s\n", w)
 	}
@@ -122,13 +140,22 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		maintainTree(ctx, st, log, false) // under the lock taken above
 		return report, nil
 	}
-	files := map[string][]byte{}
-	for _, p := range changed {
-		data, err := store.Marshal(p.Facts)
-		if err != nil {
-			return "", err
-		}
-		files[store.FactsPath(p.Domain, p.IntentKey)] = data
+	// Marshalled on every core: with thousands of proposals it is most of the commit's cost.
+	datas := make([][]byte, len(changed))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, p := range changed {
+		g.Go(func() (err error) {
+			datas[i], err = store.Marshal(p.Facts)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", err
+	}
+	files := make(map[string][]byte, len(changed))
+	for i, p := range changed {
+		files[store.FactsPath(p.Domain, p.IntentKey)] = datas[i]
 	}
 	if branch == "" {
 		branch = "pem/deep-learn/" + now.Format("2006-01-02")
@@ -145,6 +172,9 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 	maintainTree(ctx, st, log, true)
 	return report, nil
 }
+
+// deepLearnMemoryLimit is deep-learn's soft memory limit (runtime/debug.SetMemoryLimit).
+const deepLearnMemoryLimit = 400 << 20
 
 func newExperienceDeepLearnCmd() *cli.Command {
 	return &cli.Command{

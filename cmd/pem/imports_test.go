@@ -20,16 +20,17 @@ import (
 const module = "github.com/pemdev/pem/"
 
 var allowedImports = map[string][]string{
-	"consolidate":      {"store", "store/gitrepo", "deeplearn"}, // the only writer of derived files; deep-learn's pure rules
-	"engine/mcp":       {"deeplearn"},                           // experience_deep_learn
-	"engine/web":       nil,                                     // engine only: history, bench reports and exit codes are handed in by cmd/pem
-	"agent/rod":        {"agent"},                               // implements agent.Browser
-	"agent/llm":        {"agent"},                               // implements agent.Planner
-	"agent/bench":      {"agent", "agent/demosite"},             // the demo and bench harness
-	"agent/mcpbrowser": {"agent", "engine/mcp"},                 // pem mcp --browser: browser and delegation tools
-	"store/gitrepo":    {"store"},
-	"store/storetest":  {"store"}, // MemStore refuses the store's names
-	"store/treegen":    {"store"},
+	"consolidate":              {"store", "store/gitrepo", "deeplearn"}, // the only writer of derived files; deep-learn's pure rules
+	"engine/mcp":               {"deeplearn"},                           // experience_deep_learn
+	"engine/web":               nil,                                     // engine only: history, bench reports and exit codes are handed in by cmd/pem
+	"agent/rod":                {"agent"},                               // implements agent.Browser
+	"agent/llm":                {"agent"},                               // implements agent.Planner
+	"agent/bench":              {"agent", "agent/demosite"},             // the demo and bench harness
+	"agent/mcpbrowser":         {"agent", "engine/mcp"},                 // pem mcp --browser: browser and delegation tools
+	"store/gitrepo":            {"store"},
+	"store/storetest":          {"store"}, // MemStore refuses the store's names
+	"store/treegen":            {"store"},
+	"store/treegen/benchscale": {"store", "store/treegen"}, // make bench-scale: generates trees, times pem against baselines
 
 	"store/treegen/simulate": {"store"}, // the fleet simulation (make simulate) writes traces as saves leave them
 }

@@ -7,12 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/pemdev/pem/consolidate"
+	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
 	"github.com/pemdev/pem/store/gitrepo"
 )
@@ -61,7 +61,7 @@ func mergeDriverCommand() (string, error) {
 	return q + strings.TrimPrefix(gitrepo.MergeDriverCommand, "pem"), nil
 }
 
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_./:@+=,-]+$`)
+var shellSafe = engine.LazyRE(`^[A-Za-z0-9_./:@+=,-]+$`)
 
 // shellQuote quotes s for sh (git runs drivers with sh, also on Windows).
 func shellQuote(s string) string {
@@ -226,4 +226,16 @@ func materializeTree(ctx context.Context, st *store.Store) error {
 		return fmt.Errorf("deep-learn reads every trace, and this clone has only facts and experience: %w", err)
 	}
 	return nil
+}
+
+// deepLearnState is where deep-learn remembers its last run: a directory in
+// the git directory (never committed); "" when the tree is not in a git
+// repository (then every run reads everything).
+func deepLearnState(ctx context.Context, dir string) string {
+	r, err := gitrepo.Open(ctx, dir)
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	return r.StatePath("pem-deeplearn")
 }

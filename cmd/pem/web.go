@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -94,7 +93,7 @@ func entryHistory(ctx context.Context, dir, domain, key string) ([]web.Commit, e
 // maxReports bounds the bench reports listed, newest first.
 const maxReports = 20
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = engine.LazyRE(`[^A-Za-z0-9._-]+`)
 
 // benchReports finds the report.html files in dir (pem bench --out) and in
 // its subdirectories two levels down, newest first. A missing dir has none.

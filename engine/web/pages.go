@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -248,7 +247,7 @@ func sortedNames[V any](m map[string]V) []string {
 }
 
 // reportName is the one shape a report's name may have.
-var reportName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+var reportName = engine.LazyRE(`^[A-Za-z0-9._-]{1,128}$`)
 
 func (s *Server) reportPage(ctx context.Context, file string) ([]byte, error) {
 	name, ok := strings.CutSuffix(file, ".html")

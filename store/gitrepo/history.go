@@ -46,7 +46,8 @@ type History struct {
 	root   string // the worktree root
 	prefix string // the knowledge tree inside the repository: "" or "dir/"
 	cache  map[plumbing.Hash]*object.Tree
-	raw    map[plumbing.Hash][]byte
+	raw    map[plumbing.Hash][]byte // raw trees read lately (rawTree), and the generation before
+	rawOld map[plumbing.Hash][]byte
 
 	graph      commitgraph.Index // git's commit-graph file, when there is one
 	graphTried bool
@@ -242,6 +243,10 @@ func (h *History) rawTree(hash plumbing.Hash) ([]byte, error) {
 	if b, ok := h.raw[hash]; ok {
 		return b, nil
 	}
+	if b, ok := h.rawOld[hash]; ok {
+		h.raw[hash] = b
+		return b, nil
+	}
 	if h.packs == nil {
 		h.packs = gitlogOpenPacks(filepath.Join(h.st.common, "objects", "pack"))
 	}
@@ -266,8 +271,8 @@ func (h *History) rawTree(hash plumbing.Hash) ([]byte, error) {
 	} else if typ != plumbing.TreeObject {
 		return nil, fmt.Errorf("reading tree %s: the object is a %s", hash, typ)
 	}
-	if len(h.raw) > 64 { // a walk needs the trees of a commit and its parent
-		clear(h.raw)
+	if len(h.raw) > 64 { // a walk needs the trees of a commit and its parent: keep the last generation
+		h.rawOld, h.raw = h.raw, make(map[plumbing.Hash][]byte, 64)
 	}
 	h.raw[hash] = b
 	return b, nil
@@ -590,6 +595,11 @@ func (h *History) commitObject(hash plumbing.Hash) (*object.Commit, error) {
 	return c, nil
 }
 
+// gitlogMem is a commit-graph file held in memory.
+type gitlogMem struct{ *bytes.Reader }
+
+func (gitlogMem) Close() error { return nil }
+
 // gitlogNode is what a history walk needs of a commit.
 type gitlogNode struct {
 	tree    plumbing.Hash
@@ -601,8 +611,20 @@ type gitlogNode struct {
 func (h *History) node(hash plumbing.Hash) (gitlogNode, error) {
 	if h.graph == nil && !h.graphTried {
 		h.graphTried = true
-		if g, err := commitgraph.OpenChainOrFileIndex(osfs.New(h.st.common)); err == nil {
-			h.graph = g
+		// A single commit-graph file is read whole (it is ~40 bytes a commit):
+		// go-git's file index reads it with a system call per lookup.
+		name := filepath.Join(h.st.common, "objects", "info", "commit-graph")
+		if fi, err := os.Stat(name); err == nil && fi.Size() <= 64<<20 {
+			if data, err := os.ReadFile(name); err == nil {
+				if g, err := commitgraph.OpenFileIndex(gitlogMem{bytes.NewReader(data)}); err == nil {
+					h.graph = g
+				}
+			}
+		}
+		if h.graph == nil {
+			if g, err := commitgraph.OpenChainOrFileIndex(osfs.New(h.st.common)); err == nil {
+				h.graph = g
+			}
 		}
 	}
 	if h.graph != nil {
@@ -1355,8 +1377,15 @@ type gitlogPacks struct {
 	packs []*gitlogPackFile
 	cache map[gitlogKey]gitlogObj
 	size  int // bytes held in cache
-	br    *bufio.Reader
-	zr    io.ReadCloser
+	// Readers are reused across objects (a zlib reader alone is ~40 KiB, and
+	// a delta chain nests one read per link): a free list, not one slot.
+	free    []*gitlogReader
+	scratch []byte // a delta's own bytes, needed only until it is applied
+}
+
+type gitlogReader struct {
+	br *bufio.Reader
+	zr io.ReadCloser
 }
 
 type gitlogKey struct {
@@ -1500,14 +1529,15 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 	if off < 0 || off >= p.size {
 		return gitlogObj{}, fmt.Errorf("pack offset %d outside the pack (%d bytes)", off, p.size)
 	}
-	// Reader state is reused across objects (a zlib reader alone is ~40 KiB);
-	// a nested call for a delta base takes its own.
-	r, zr := ps.br, ps.zr
-	ps.br, ps.zr = nil, nil
-	defer func() { ps.br, ps.zr = r, zr }()
-	if r == nil {
-		r = bufio.NewReaderSize(nil, 4096)
+	// A reader from the free list; a nested call for a delta base takes another.
+	var rd *gitlogReader
+	if n := len(ps.free); n > 0 {
+		rd, ps.free = ps.free[n-1], ps.free[:n-1]
+	} else {
+		rd = &gitlogReader{br: bufio.NewReaderSize(nil, 4096)}
 	}
+	defer func() { ps.free = append(ps.free, rd) }()
+	r := rd.br
 	r.Reset(io.NewSectionReader(p.f, off, p.size-off))
 	c, err := r.ReadByte()
 	if err != nil {
@@ -1566,15 +1596,26 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 	default:
 		return gitlogObj{}, fmt.Errorf("pack object at offset %d has unknown type %d", off, typ)
 	}
-	if zr == nil {
-		if zr, err = zlib.NewReader(r); err != nil {
+	if rd.zr == nil {
+		if rd.zr, err = zlib.NewReader(r); err != nil {
 			return gitlogObj{}, err
 		}
-	} else if err := zr.(zlib.Resetter).Reset(r, nil); err != nil {
+	} else if err := rd.zr.(zlib.Resetter).Reset(r, nil); err != nil {
 		return gitlogObj{}, err
 	}
-	raw, err := gitlogInflate(zr, size)
-	if err != nil {
+	var raw []byte
+	if base.data != nil && size <= 1<<20 {
+		// A delta's bytes are dropped once applied: inflate them into the
+		// scratch buffer (its base was resolved before, so no nested read
+		// is using it).
+		if int64(cap(ps.scratch)) < size {
+			ps.scratch = make([]byte, size)
+		}
+		raw = ps.scratch[:size]
+		if _, err = io.ReadFull(rd.zr, raw); err != nil {
+			return gitlogObj{}, fmt.Errorf("inflating pack object at offset %d: %w", off, err)
+		}
+	} else if raw, err = gitlogInflate(rd.zr, size); err != nil {
 		return gitlogObj{}, fmt.Errorf("inflating pack object at offset %d: %w", off, err)
 	}
 	o := gitlogObj{typ: typ, data: raw}
@@ -1585,8 +1626,10 @@ func (ps *gitlogPacks) at(i int, off int64, depth int) (gitlogObj, error) {
 		}
 		o = gitlogObj{typ: base.typ, data: data}
 	}
-	if depth == 0 {
-		return o, nil // only delta bases are kept: most objects are read once
+	if depth == 0 && o.typ != plumbing.TreeObject {
+		// Only delta bases and trees are kept: a history walk reads each
+		// commit's trees, whose older versions are deltas against them.
+		return o, nil
 	}
 	if ps.size+len(o.data) > gitlogCacheMax {
 		clear(ps.cache)

@@ -1,0 +1,297 @@
+package deeplearn
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+)
+
+// The state's round trip changes nothing: every fixture case mined, its core
+// encoded and decoded the way Learn remembers it, then finished, gives the
+// golden proposal and report byte for byte.
+func TestCoreRoundTripGolden(t *testing.T) {
+	for _, name := range caseNames(t) {
+		t.Run(name, func(t *testing.T) {
+			in := loadCase(t, name)
+			var buf bytes.Buffer
+			if err := gob.NewEncoder(&buf).Encode(entryState{Print: "x", Core: mineCore(in)}); err != nil {
+				t.Fatal(err)
+			}
+			var es entryState
+			if err := gob.NewDecoder(&buf).Decode(&es); err != nil {
+				t.Fatal(err)
+			}
+			p := finish(es.Core, in.Now, in.Policy)
+			got := marshal(t, p) + "---\n" + Report([]Proposal{p}, in.Now)
+			want, err := os.ReadFile(filepath.Join("testdata", name+".golden"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("finished from the remembered core, the proposal differs from %s.golden:\n%s", name, got)
+			}
+		})
+	}
+}
+
+// fixtureTree writes every fixture case into a tree, each under a domain of
+// its own, with its facts and experience. The store's clock runs a minute
+// ahead so that the files just written count as settled (stamps trusted).
+func fixtureTree(t *testing.T) (*store.Store, int) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(dir, &store.Options{Now: func() time.Time { return time.Now().Add(time.Minute) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	n := 0
+	for _, name := range caseNames(t) {
+		in := loadCase(t, name)
+		d := strings.ReplaceAll(name, "_", "-") + ".example"
+		for _, tr := range in.Traces {
+			tr.Domain = d
+			if _, err := st.PutTrace(ctx, tr); err != nil {
+				t.Fatal(name, err)
+			}
+		}
+		if in.Facts != nil {
+			in.Facts.Domain = d
+			if _, err := st.PutFacts(ctx, in.Facts); err != nil {
+				t.Fatal(name, err)
+			}
+		}
+		if in.Experience != nil {
+			in.Experience.Domain = d
+			if _, err := st.PutExperience(ctx, in.Experience); err != nil {
+				t.Fatal(name, err)
+			}
+		}
+		n++
+	}
+	return st, n
+}
+
+// result is everything a run hands out: each proposal's facts file as pem
+// writes it, the report, the warnings.
+func result(t *testing.T, ps []Proposal, warnings []string, at time.Time) string {
+	var b strings.Builder
+	for _, p := range ps {
+		data, err := store.Marshal(p.Facts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "== %s/%s changed=%v\n%s", p.Domain, p.IntentKey, p.Changed, data)
+	}
+	b.WriteString("== report\n" + Report(ps, at))
+	b.WriteString("== warnings\n" + strings.Join(warnings, "\n"))
+	return b.String()
+}
+
+func full(t *testing.T, st *store.Store, f Filter, at time.Time) string {
+	ps, w, err := MineTree(context.Background(), st, f, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return result(t, ps, w, at)
+}
+
+func learn(t *testing.T, st *store.Store, f Filter, at time.Time, opt Options) (string, Stats) {
+	ps, w, stats, err := Learn(context.Background(), st, f, at, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return result(t, ps, w, at), stats
+}
+
+// An incremental run after a full one gives what a full run gives on the
+// union, reading only what changed: new traces, an edited facts file, an
+// expired trace, a corrupt file, another clock, an --intent filter.
+func TestLearnIncrementalEqualsFull(t *testing.T) {
+	ctx := context.Background()
+	st, entries := fixtureTree(t)
+	opt := Options{StateDir: filepath.Join(t.TempDir(), "state")}
+	check := func(step string, f Filter, at time.Time, mined, reused int) Stats {
+		t.Helper()
+		want := full(t, st, f, at)
+		got, stats := learn(t, st, f, at, opt)
+		if got != want {
+			t.Fatalf("%s: Learn differs from the full run:\n--- Learn\n%s\n--- full\n%s", step, got, want)
+		}
+		if stats.Mined != mined || stats.Reused != reused {
+			t.Fatalf("%s: mined %d, reused %d; want %d, %d (%+v)", step, stats.Mined, stats.Reused, mined, reused, stats)
+		}
+		return stats
+	}
+	check("first run", Filter{}, now, entries, 0)
+	if s := check("nothing changed", Filter{}, now, 0, entries); s.TracesRead != 0 {
+		t.Fatalf("nothing changed, yet %d trace files were read", s.TracesRead)
+	}
+	// Another clock: status and history move with it; still no file read.
+	check("a month later", Filter{}, now.AddDate(0, 1, 0), 0, entries)
+
+	// New traces for two entries.
+	refs, err := st.TraceRefs(ctx, "stable-route.example")
+	if err != nil || len(refs) == 0 {
+		t.Fatal(refs, err)
+	}
+	tr, err := st.Trace(ctx, refs[len(refs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []string{"stable-route.example", "stable-route.example", "selector-drift.example"} {
+		nt := tr.Clone()
+		nt.ID = fmt.Sprintf("01JZZZZZZZZZZZZZZZZZZZZZ%02d", i)
+		nt.StartedAt = tr.StartedAt.Add(time.Duration(i+1) * time.Hour)
+		nt.Domain = d
+		if d != tr.Domain {
+			other, err := st.TraceRefs(ctx, d)
+			if err != nil || len(other) == 0 {
+				t.Fatal(other, err)
+			}
+			o, err := st.Trace(ctx, other[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			nt.Intent, nt.IntentKey = o.Intent, o.IntentKey
+		}
+		if _, err := st.PutTrace(ctx, nt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := check("new traces", Filter{}, now, 2, entries-2)
+	if all := countTraces(t, st, "stable-route.example") + countTraces(t, st, "selector-drift.example"); s.TracesRead != all {
+		t.Fatalf("read %d trace files, want the %d of the two entries that changed", s.TracesRead, all)
+	}
+	check("again", Filter{}, now, 0, entries)
+
+	// A hand edit of one entry's facts.
+	f, err := st.Facts(ctx, "navigate-param.example", loadCase(t, "navigate_param").IntentKey)
+	if err != nil {
+		f = nil
+	}
+	if f != nil {
+		f.InteractionHints = append(f.InteractionHints, "a reviewer's note")
+		if _, err := st.PutFacts(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		check("facts edited", Filter{}, now, 1, entries-1)
+	}
+
+	// An expired trace.
+	refs, _ = st.TraceRefs(ctx, "stable-answer.example")
+	if err := st.DeleteTrace(ctx, refs[0]); err != nil {
+		t.Fatal(err)
+	}
+	check("trace expired", Filter{}, now, 1, entries-1)
+
+	// A corrupt trace: warned about on every run, like the full run does.
+	bad := filepath.Join(st.Root(), "traces", "injection.example", "2026-11-01", "01J99999999999999999999999.yaml")
+	if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("format: 1\nid: [not a string\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("corrupt trace", Filter{}, now, 0, entries)
+	if s := check("corrupt trace again", Filter{}, now, 0, entries); s.TracesRead != 1 {
+		t.Fatalf("read %d trace files, want only the corrupt one", s.TracesRead)
+	}
+
+	// --intent: the selected entry only; the others' state is kept.
+	key := loadCase(t, "overlay_recovery").IntentKey
+	check("one entry", Filter{Domain: "overlay-recovery.example", Intent: key}, now, 0, 1)
+	same := 0
+	for _, name := range caseNames(t) {
+		if loadCase(t, name).IntentKey == key {
+			same++
+		}
+	}
+	check("one intent, every domain", Filter{Intent: key}, now, 0, same)
+	check("after the filter", Filter{}, now, 0, entries)
+
+	// Full mode mines everything again, with the same bytes.
+	got, stats := learn(t, st, Filter{}, now, Options{StateDir: opt.StateDir, Full: true})
+	if want := full(t, st, Filter{}, now); got != want || stats.Mined != entries || stats.Reused != 0 {
+		t.Fatalf("full mode: mined %d, reused %d; same bytes %v", stats.Mined, stats.Reused, got == want)
+	}
+	// No state directory: nothing remembered, the same bytes.
+	got, stats = learn(t, st, Filter{}, now, Options{})
+	if want := full(t, st, Filter{}, now); got != want || stats.Reused != 0 {
+		t.Fatalf("without state: reused %d; same bytes %v", stats.Reused, got == want)
+	}
+	// A damaged state file is ignored (that domain is mined again).
+	if err := os.WriteFile(filepath.Join(opt.StateDir, "stable-route.example.gob"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("damaged state", Filter{}, now, 1, entries-1)
+}
+
+func countTraces(t *testing.T, st *store.Store, d string) int {
+	refs, err := st.TraceRefs(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(refs)
+}
+
+// Files changed a moment ago are not trusted: they are read again next run.
+func TestLearnRacyFilesReadAgain(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(dir, nil) // the real clock: what was just written is racy
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	in := loadCase(t, "stable_route")
+	for _, tr := range in.Traces {
+		if _, err := st.PutTrace(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opt := Options{StateDir: filepath.Join(t.TempDir(), "state")}
+	for i := 0; i < 2; i++ {
+		got, stats := learn(t, st, Filter{}, now, opt)
+		if want := full(t, st, Filter{}, now); got != want {
+			t.Fatalf("run %d differs from the full run", i)
+		}
+		if stats.Reused != 0 || stats.TracesRead != len(in.Traces) {
+			t.Fatalf("run %d: reused %d, read %d traces; racy files must be read again", i, stats.Reused, stats.TracesRead)
+		}
+	}
+}
+
+var _ Stamper = (*store.Store)(nil)
+
+func TestLearnNeedsAStamper(t *testing.T) {
+	// engine.Store without stamps: Learn still mines, remembering nothing.
+	st, entries := fixtureTree(t)
+	var plain engine.Store = struct{ engine.Store }{st}
+	ps, _, stats, err := Learn(context.Background(), plain, Filter{}, now, Options{StateDir: t.TempDir()})
+	if err != nil || len(ps) != entries || stats.Reused != 0 || stats.Mined != entries {
+		t.Fatalf("%d proposals, %+v, %v", len(ps), stats, err)
+	}
+}
+
+// deeplearn's expressions are compiled on first use: they must all compile.
+func TestLazyRegexps(t *testing.T) {
+	if _, err := engine.AllLazyCompile(); err != nil {
+		t.Fatal(err)
+	}
+}

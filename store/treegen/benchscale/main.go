@@ -1,0 +1,644 @@
+// Command benchscale is `make bench-scale`: it generates knowledge trees with
+// store/treegen in a temporary directory (nothing is written into the
+// repository), builds pem there, and prints every row of the scale table of
+// docs/performance.md — pem's figure, the baseline measured in the same run,
+// their ratio and the goal. It is a benchmark, not a test: it asserts
+// nothing and is not part of make test.
+//
+//	go run ./store/treegen/benchscale                 # SCALE=small: a few minutes
+//	go run ./store/treegen/benchscale -scale full     # the issue's sizes: tens of minutes
+//	go run ./store/treegen/benchscale -keep /tmp/bs   # keep the trees (reused next time)
+//	go run ./store/treegen/benchscale -only log,startup   # some rows only
+//
+// Wall times on a shared machine move with its load (printed with the
+// table); CPU times (user + system of the process) move much less.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/treegen"
+)
+
+type sizes struct {
+	query    []int // traces in the one domain of the fresh-process query
+	big      int   // traces of the big tree (1,000 domains × 10 intents): warm query, deep-learn, consolidate
+	newer    int   // new traces consolidated (and deep-learned) into the big tree
+	evidence []int // evidence items of one entry
+	commits  int   // history of the pem log tree
+}
+
+var scales = map[string]sizes{
+	"small": {query: []int{1000, 3000, 10000}, big: 10000, newer: 100, evidence: []int{100, 1000, 3000}, commits: 1090},
+	"full":  {query: []int{1000, 10000, 30000}, big: 100000, newer: 1000, evidence: []int{100, 1000, 3000}, commits: 1090},
+}
+
+type row struct{ figure, pem, baseline, ratio, goal string }
+
+var (
+	rows    []row
+	pem     string // the binary
+	work    string
+	cleanup = func() {}
+)
+
+func main() {
+	scale := flag.String("scale", envOr("SCALE", "small"), "small (a few minutes) or full (the issue's sizes: tens of minutes)")
+	keep := flag.String("keep", os.Getenv("BENCH_SCALE_DIR"), "keep the trees in `DIR` (reused when present) instead of a temporary directory")
+	only := flag.String("only", os.Getenv("ROWS"), "run only these `ROWS` (comma-separated: startup,query,evidence,save,warm,deeplearn,consolidate,log)")
+	flag.Parse()
+	want := func(name string) bool {
+		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
+	}
+	sz, ok := scales[*scale]
+	if !ok {
+		fatalf("unknown -scale %q: use small or full", *scale)
+	}
+	work = *keep
+	if work == "" {
+		d, err := os.MkdirTemp("", "pem-bench-scale-")
+		if err != nil {
+			fatalf("%v", err)
+		}
+		work = d
+		cleanup = func() { os.RemoveAll(d) }
+		defer cleanup()
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		fatalf("%v", err)
+	}
+	for _, tool := range []string{"git", "cat", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			fatalf("%s is not on PATH: install it (the baselines run it)", tool)
+		}
+	}
+	start := time.Now()
+	load0 := loadavg()
+	pem = filepath.Join(work, "pem")
+	logf("building pem into %s", pem)
+	if out, err := exec.Command("go", "build", "-o", pem, "./cmd/pem").CombinedOutput(); err != nil {
+		fatalf("go build ./cmd/pem (run from the repository root): %v\n%s", err, out)
+	}
+	ctx := context.Background()
+
+	if want("startup") {
+		startup()
+	}
+	if want("query") {
+		for _, n := range sz.query {
+			freshQuery(ctx, n)
+		}
+	}
+	if want("evidence") {
+		for _, n := range sz.evidence {
+			evidence(ctx, n)
+		}
+	}
+	if want("save") {
+		save(ctx)
+	}
+	if want("warm") || want("deeplearn") || want("consolidate") {
+		big := bigTree(ctx, sz.big)
+		if want("warm") {
+			warmQuery(big, sz.big)
+		}
+		if want("deeplearn") {
+			deepLearn(ctx, big, sz.big, sz.newer)
+		}
+		if want("consolidate") {
+			if !want("deeplearn") {
+				commitAll(big, "the generated tree")
+				addTraces(ctx, big, sz.newer)
+			}
+			consolidate(big, sz.big, sz.newer)
+		}
+	}
+	if want("log") {
+		pemLog(ctx, sz.commits)
+	}
+	rows = append(rows, row{"agent, demo tasks, P1 round vs cold", "measured by `pem bench` (make bench), not here", "—", "—", "P1 ≤ 0.3× cold"})
+
+	fmt.Printf("\npem bench-scale, scale %s, %s, GOMAXPROCS %d, load average %s at start, %s at the end; %s in all\n\n",
+		*scale, time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOMAXPROCS(0), load0, loadavg(), time.Since(start).Round(time.Second))
+	fmt.Println("| figure | pem | baseline in the same run | ratio | goal |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.figure, r.pem, r.baseline, r.ratio, r.goal)
+	}
+}
+
+// ---- processes ----
+
+type run struct {
+	wall, cpu time.Duration
+	rssKB     int64
+	out       []byte
+}
+
+// proc runs a command and measures it (wall, user+system CPU, peak RSS).
+func proc(dir string, name string, args ...string) run {
+	c := exec.Command(name, args...)
+	c.Dir = dir
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	t := time.Now()
+	if err := c.Run(); err != nil {
+		fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, errb.String())
+	}
+	r := run{wall: time.Since(t), cpu: c.ProcessState.UserTime() + c.ProcessState.SystemTime(), out: out.Bytes()}
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.rssKB = ru.Maxrss
+	}
+	return r
+}
+
+// median runs f n times and returns the run with the median wall time, the
+// mean CPU and the largest RSS.
+func median(n int, f func() run) run {
+	rs := make([]run, n)
+	var cpu time.Duration
+	var rss int64
+	for i := range rs {
+		rs[i] = f()
+		cpu += rs[i].cpu
+		rss = max(rss, rs[i].rssKB)
+	}
+	slices.SortFunc(rs, func(a, b run) int { return int(a.wall - b.wall) })
+	m := rs[n/2]
+	m.cpu, m.rssKB = cpu/time.Duration(n), rss
+	return m
+}
+
+// ---- rows ----
+
+func startup() {
+	logf("start-up: pem --help vs git --version")
+	p := median(41, func() run { return proc(work, pem, "--help") })
+	g := median(41, func() run { return proc(work, "git", "--version") })
+	rows = append(rows, row{"`pem` process start (`pem --help`), median of 41",
+		fmt.Sprintf("%s (CPU %s)", ms(p.wall), ms(p.cpu)), fmt.Sprintf("`git --version` %s (CPU %s)", ms(g.wall), ms(g.cpu)),
+		fmt.Sprintf("%.1f× (CPU %.1f×)", ratio(p.wall, g.wall), ratio(p.cpu, g.cpu)), "≤ 3×"})
+}
+
+// freshQuery: one domain with n traces over 20 intents; a query in a new process.
+func freshQuery(ctx context.Context, n int) {
+	dir := tree(ctx, fmt.Sprintf("query-%d", n), 1, 20, n)
+	url, intent := treegen.URL(0, 3), treegen.Intent(3)
+	logf("fresh-process query, one domain with %d traces", n)
+	p := median(5, func() run {
+		return proc(work, pem, "--knowledge", dir, "experience", "query", url, "--intent", intent)
+	})
+	if !bytes.Contains(p.out, []byte(`"tier"`)) {
+		fatalf("pem experience query printed no tier:\n%s", p.out)
+	}
+	factsFile := filepath.Join(dir, filepath.FromSlash(store.FactsPath(treegen.Domain(0), engine.IntentKey(intent))))
+	c := median(5, func() run { return proc(work, "cat", factsFile) })
+	rows = append(rows, row{fmt.Sprintf("query in a fresh process, one domain with %s traces", thousands(n)),
+		fmt.Sprintf("%s, %s", ms(p.wall), mib(p.rssKB)), fmt.Sprintf("`cat` of the facts file %s", ms(c.wall)),
+		fmt.Sprintf("%.0f×", ratio(p.wall, c.wall)), "≤ 20 ms, flat in traces per domain"})
+}
+
+// evidence: one entry whose experience holds n evidence items; warm queries.
+func evidence(ctx context.Context, n int) {
+	dir := tree(ctx, fmt.Sprintf("evidence-%d", n), 1, 1, n)
+	logf("warm query, one entry with %d evidence items", n)
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer st.Close()
+	e := engine.New(st)
+	e.Now = func() time.Time { return treegen.Base }
+	q := func() time.Duration {
+		t := time.Now()
+		if _, err := e.Query(ctx, treegen.URL(0, 0), treegen.Intent(0)); err != nil {
+			fatalf("query: %v", err)
+		}
+		return time.Since(t)
+	}
+	q() // warm
+	ds := make([]time.Duration, 0, 21)
+	for i := 0; i < 21 || (i < 500 && sum(ds) < time.Second); i++ {
+		ds = append(ds, q())
+	}
+	p50, _ := pct(ds)
+	rows = append(rows, row{fmt.Sprintf("warm query, one entry with %s evidence items", thousands(n)), "p50 " + ms(p50), "—", "—", "linear or better"})
+}
+
+// save: engine.Save in-process against write + fsync + rename of the same bytes.
+func save(ctx context.Context) {
+	dir := tree(ctx, "save", 100, 10, 1000)
+	logf("experience save in-process vs write+fsync+rename")
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer st.Close()
+	e := engine.New(st)
+	const n = 200
+	paths := make([]string, 0, n)
+	t := time.Now()
+	for i := 0; i < n; i++ {
+		d, j := i%100, (i/100)%10
+		res, err := e.Save(ctx, engine.SaveRequest{URL: treegen.URL(d, j), Intent: treegen.Intent(j),
+			Trace: &engine.TraceInput{Steps: []engine.StepInput{
+				{Action: "navigate", Value: treegen.URL(d, j)},
+				{Action: "click", Selector: fmt.Sprintf("#tab-%d", j)},
+				{Action: "get_text", Selector: ".details .value", Result: "value"},
+			}}})
+		if err != nil {
+			fatalf("save: %v", err)
+		}
+		paths = append(paths, res.TracePath)
+	}
+	pemPer := time.Since(t) / n
+	base := filepath.Join(work, "save-baseline")
+	os.RemoveAll(base)
+	os.MkdirAll(base, 0o755)
+	t = time.Now()
+	for i, p := range paths {
+		data, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			fatalf("%v", err)
+		}
+		final := filepath.Join(base, fmt.Sprintf("%d.yaml", i))
+		f, err := os.OpenFile(final+".tmp", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		f.Write(data)
+		f.Sync()
+		f.Close()
+		if err := os.Rename(final+".tmp", final); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	basePer := time.Since(t) / n // includes the read of the bytes: a slightly generous baseline
+	rows = append(rows, row{"`experience save` in-process (mean of 200)", ms(pemPer), "write+fsync+rename " + ms(basePer),
+		fmt.Sprintf("%.1f×", ratio(pemPer, basePer)), "≤ 1.5×"})
+}
+
+func bigTree(ctx context.Context, n int) string {
+	return tree(ctx, fmt.Sprintf("big-%d", n), 1000, 10, n)
+}
+
+// warmQuery: in-process queries over the big tree, p50/p99 against os.ReadFile of the facts file.
+func warmQuery(dir string, n int) {
+	logf("warm in-process query, %d traces", n)
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer st.Close()
+	e := engine.New(st)
+	e.Now = func() time.Time { return treegen.Base }
+	ctx := context.Background()
+	type pair struct{ d, j int }
+	ps := make([]pair, 2000)
+	for i := range ps {
+		ps[i] = pair{(i * 7919) % 1000, (i * 31) % 10}
+	}
+	for _, p := range ps { // warm
+		if _, err := e.Query(ctx, treegen.URL(p.d, p.j), treegen.Intent(p.j)); err != nil {
+			fatalf("query: %v", err)
+		}
+	}
+	var qs, rs []time.Duration
+	for i := 0; i < 10000; i++ {
+		p := ps[i%len(ps)]
+		t := time.Now()
+		e.Query(ctx, treegen.URL(p.d, p.j), treegen.Intent(p.j))
+		qs = append(qs, time.Since(t))
+		t = time.Now()
+		if _, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(store.FactsPath(treegen.Domain(p.d), engine.IntentKey(treegen.Intent(p.j)))))); err != nil {
+			fatalf("%v", err)
+		}
+		rs = append(rs, time.Since(t))
+	}
+	q50, q99 := pct(qs)
+	r50, r99 := pct(rs)
+	rows = append(rows, row{fmt.Sprintf("warm in-process query, %s traces (1,000 domains × 10 intents), 10,000 queries", thousands(n)),
+		fmt.Sprintf("p50 %s, p99 %s", us(q50), us(q99)), fmt.Sprintf("`os.ReadFile` of the facts file p50 %s, p99 %s (SQLite: not measured, no driver in the module)", us(r50), us(r99)),
+		fmt.Sprintf("p50 %.0f× ReadFile", ratio(q50, r50)), "p50 ≤ 3× ReadFile, p99 < 1 ms"})
+}
+
+// deepLearn: the first run on the big tree (nothing remembered), a run with
+// nothing new, and a run after `newer` new traces, against cat of every file.
+func deepLearn(ctx context.Context, dir string, n, newer int) {
+	commitAll(dir, "the generated tree")
+	logf("deep-learn, %d traces: cat of every file (baseline)", n)
+	cat := catAll(dir)
+	os.RemoveAll(filepath.Join(dir, ".git", "pem-deeplearn"))
+	now := treegen.Base.Format(time.RFC3339)
+	logf("deep-learn: the first run")
+	first := proc(dir, pem, "--knowledge", dir, "deep-learn", "--now", now, "--branch", "pem/bench-1")
+	logf("deep-learn: nothing new")
+	again := proc(dir, pem, "--knowledge", dir, "deep-learn", "--now", now, "--branch", "pem/bench-2")
+	if !bytes.Equal(first.out, again.out) {
+		fatalf("deep-learn's second run printed another report than the first")
+	}
+	addTraces(ctx, dir, newer)
+	logf("deep-learn: after %d new traces", newer)
+	inc := proc(dir, pem, "--knowledge", dir, "deep-learn", "--now", now, "--branch", "pem/bench-3")
+	full := proc(dir, pem, "--knowledge", dir, "deep-learn", "--now", now, "--branch", "pem/bench-4", "--full")
+	if !bytes.Equal(inc.out, full.out) {
+		fatalf("deep-learn after new traces: the incremental report differs from --full's")
+	}
+	entries := 1000 * 10
+	desc := func(r run) string { return fmt.Sprintf("%s (CPU %s), %s", sec(r.wall), sec(r.cpu), mib(r.rssKB)) }
+	cats := fmt.Sprintf("`cat` of every file %s", sec(cat.wall))
+	rows = append(rows,
+		row{fmt.Sprintf("deep-learn, %s traces, %s entries, first run (nothing remembered)", thousands(n), thousands(entries)), desc(first), cats, fmt.Sprintf("%.1f×", ratio(first.wall, cat.wall)), "≤ 10 s, ≤ 512 MB"},
+		row{"deep-learn again, nothing new", desc(again), cats, fmt.Sprintf("%.2f×", ratio(again.wall, cat.wall)), "≤ 10 s, ≤ 512 MB"},
+		row{fmt.Sprintf("deep-learn after %s new traces (same report as --full: checked)", thousands(newer)), desc(inc), cats, fmt.Sprintf("%.2f×", ratio(inc.wall, cat.wall)), "≤ 10 s, ≤ 512 MB"},
+		row{"deep-learn --full on the same tree", desc(full), cats, fmt.Sprintf("%.1f×", ratio(full.wall, cat.wall)), "—"})
+}
+
+// consolidate: the `newer` traces deep-learn's row added, consolidated into
+// the big tree with its commit; the baseline commits the very same change
+// with git add -A && git commit.
+func consolidate(dir string, n, newer int) {
+	logf("consolidate %d new traces into %d", newer, n)
+	now := treegen.Base.Add(time.Hour).Format(time.RFC3339)
+	head := strings.TrimSpace(string(proc(dir, "git", "rev-parse", "HEAD").out))
+	c := proc(dir, pem, "--knowledge", dir, "consolidate", "--now", now)
+	if strings.TrimSpace(string(proc(dir, "git", "rev-parse", "HEAD").out)) == head {
+		fatalf("pem consolidate made no commit:\n%s", c.out)
+	}
+	files := strings.Count(string(proc(dir, "git", "diff", "--name-only", "HEAD~1", "HEAD").out), "\n")
+	proc(dir, "git", "reset", "-q", "--mixed", "HEAD~1")
+	g := timed(func() {
+		proc(dir, "git", "add", "-A")
+		proc(dir, "git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "the same change")
+	})
+	rows = append(rows, row{fmt.Sprintf("consolidate %s new into %s, commit included (%d files changed)", thousands(newer), thousands(n), files),
+		fmt.Sprintf("%s (CPU %s), %s", sec(c.wall), sec(c.cpu), mib(c.rssKB)),
+		fmt.Sprintf("`git add -A && git commit` of the same change %s", sec(g)),
+		fmt.Sprintf("%.2f× git", ratio(c.wall, g)), "≤ 2 s, ≤ 200 MB"})
+}
+
+// pemLog: a tree whose history holds `commits` commits (git fast-import),
+// one entry changed in every tenth; pem log of it against git log.
+func pemLog(ctx context.Context, commits int) {
+	name := fmt.Sprintf("log-%d", commits)
+	dir := filepath.Join(work, name)
+	d, key := treegen.Domain(7), engine.IntentKey(treegen.Intent(3))
+	target := d + "/" + key
+	if _, err := os.Stat(filepath.Join(dir, ".git", "bench-done")); err != nil {
+		os.RemoveAll(dir)
+		tree(ctx, name, 100, 10, 2000)
+		commitAll(dir, "the generated tree")
+		logf("pem log: writing %d commits", commits-1)
+		var stream bytes.Buffer
+		st, err := store.Open(dir, nil)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		// Like consolidation rounds: each commit folds a run into one
+		// entry's experience (its evidence grows) and, every third time,
+		// edits its facts; every tenth commit is the target entry's.
+		at := treegen.Base.Unix()
+		rng := rand.New(rand.NewSource(3))
+		for i := 1; i < commits; i++ {
+			dd, j := (i*7)%100, i%10
+			if i%10 == 0 {
+				dd, j = 7, 3
+			}
+			dom, k := treegen.Domain(dd), engine.IntentKey(treegen.Intent(j))
+			msg := fmt.Sprintf("pem: consolidate round %d", i)
+			fmt.Fprintf(&stream, "commit refs/heads/main\ncommitter bench <bench@example.com> %d +0000\ndata %d\n%s\n", at+int64(i*60), len(msg), msg)
+			if i == 1 {
+				stream.WriteString("from refs/heads/main^0\n")
+			}
+			x, err := st.Experience(ctx, dom, k)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			refs, err := st.TraceRefs(ctx, dom)
+			if err != nil || len(refs) == 0 {
+				fatalf("trace refs: %v", err)
+			}
+			t, err := st.Trace(ctx, refs[rng.Intn(len(refs))])
+			if err != nil {
+				fatalf("%v", err)
+			}
+			t.StartedAt = treegen.Base.Add(time.Duration(i) * time.Minute)
+			if t.ID, err = engine.NewTraceID(t.StartedAt, rng); err != nil {
+				fatalf("%v", err)
+			}
+			t.IntentKey, t.Intent = k, treegen.Intent(j)
+			x.Fold(t)
+			data, err := store.Marshal(x)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			fmt.Fprintf(&stream, "M 100644 inline %s\ndata %d\n%s\n", store.ExperiencePath(dom, k), len(data), data)
+			if _, err := st.PutExperience(ctx, x); err != nil {
+				fatalf("%v", err)
+			}
+			if i%3 != 0 {
+				continue
+			}
+			f, err := st.Facts(ctx, dom, k)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			f.InteractionHints = append(f.InteractionHints, fmt.Sprintf("note %d", i))
+			f.Revision = f.ContentHash()
+			if data, err = store.Marshal(f); err != nil {
+				fatalf("%v", err)
+			}
+			fmt.Fprintf(&stream, "M 100644 inline %s\ndata %d\n%s\n", store.FactsPath(f.Domain, f.IntentKey), len(data), data)
+			if _, err := st.PutFacts(ctx, f); err != nil {
+				fatalf("%v", err)
+			}
+		}
+		st.Close()
+		c := exec.Command("git", "fast-import", "--quiet")
+		c.Dir, c.Stdin = dir, &stream
+		if out, err := c.CombinedOutput(); err != nil {
+			fatalf("git fast-import: %v\n%s", err, out)
+		}
+		proc(dir, "git", "reset", "-q", "--hard")
+		proc(dir, "git", "gc", "-q")
+		os.WriteFile(filepath.Join(dir, ".git", "bench-done"), nil, 0o644)
+	}
+	total := strings.TrimSpace(string(proc(dir, "git", "rev-list", "--count", "HEAD").out))
+	logf("pem log %s vs git log, %s commits", target, total)
+	p := median(11, func() run { return proc(dir, pem, "--knowledge", dir, "log", target) })
+	g := median(11, func() run {
+		return proc(dir, "git", "log", "--first-parent", "--oneline", "--", store.FactsPath(d, key), store.ExperiencePath(d, key))
+	})
+	pn, gn := strings.Count(string(p.out), "consolidate round"), strings.Count(string(g.out), "consolidate round")
+	if pn != gn {
+		fatalf("pem log lists %d commits, git log %d", pn, gn)
+	}
+	rows = append(rows, row{fmt.Sprintf("`pem log D/I`, %s commits (%d of them change the entry), median of 11", total, pn),
+		fmt.Sprintf("%s (CPU %s)", ms(p.wall), ms(p.cpu)), fmt.Sprintf("`git log --oneline -- path` %s (CPU %s)", ms(g.wall), ms(g.cpu)),
+		fmt.Sprintf("%.1f× (CPU %.1f×)", ratio(p.wall, g.wall), ratio(p.cpu, g.cpu)), "≤ 2×"})
+}
+
+// ---- trees ----
+
+// tree generates (or reuses) a treegen tree under work.
+func tree(ctx context.Context, name string, domains, intents, traces int) string {
+	dir := filepath.Join(work, name)
+	done := filepath.Join(work, name+".done")
+	if _, err := os.Stat(done); err == nil {
+		return dir
+	}
+	os.RemoveAll(dir)
+	logf("generating %s: %d domains × %d intents, %d traces", name, domains, intents, traces)
+	if err := treegen.Generate(ctx, dir, domains, intents, traces, 1); err != nil {
+		fatalf("treegen: %v", err)
+	}
+	os.WriteFile(done, nil, 0o644)
+	// The store does not trust files changed in the last 2 s: let them settle.
+	time.Sleep(2100 * time.Millisecond)
+	return dir
+}
+
+func commitAll(dir, msg string) {
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return
+	}
+	logf("committing %s", dir)
+	proc(dir, "git", "init", "-q", "-b", "main")
+	proc(dir, "git", "add", "-A")
+	proc(dir, "git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", msg)
+}
+
+// addTraces writes n new traces, copies of existing ones with new ids, spread over the entries.
+func addTraces(ctx context.Context, dir string, n int) {
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer st.Close()
+	rng := rand.New(rand.NewSource(7))
+	domains, err := st.Domains(ctx)
+	if err != nil || len(domains) == 0 {
+		fatalf("domains: %v", err)
+	}
+	for i := 0; i < n; i++ {
+		refs, err := st.TraceRefs(ctx, domains[(i*37)%len(domains)])
+		if err != nil || len(refs) == 0 {
+			fatalf("trace refs: %v", err)
+		}
+		t, err := st.Trace(ctx, refs[rng.Intn(len(refs))])
+		if err != nil {
+			fatalf("%v", err)
+		}
+		t.StartedAt = treegen.Base.Add(-time.Duration(rng.Intn(3600)) * time.Second)
+		if t.ID, err = engine.NewTraceID(t.StartedAt, rng); err != nil {
+			fatalf("%v", err)
+		}
+		if _, err := st.PutTrace(ctx, t); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	time.Sleep(2100 * time.Millisecond)
+}
+
+// catAll is `cat` of every file of the tree (page cache warm: a second pass).
+func catAll(dir string) run {
+	var files []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	list := filepath.Join(work, "files.txt")
+	os.WriteFile(list, []byte(strings.Join(files, "\x00")), 0o644)
+	do := func() run { return proc(dir, "sh", "-c", "xargs -0 cat < "+list+" > /dev/null") }
+	do()
+	return do()
+}
+
+// ---- helpers ----
+
+func timed(f func()) time.Duration {
+	t := time.Now()
+	f()
+	return time.Since(t)
+}
+
+func pct(ds []time.Duration) (p50, p99 time.Duration) {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2], s[len(s)*99/100]
+}
+
+func sum(ds []time.Duration) (t time.Duration) {
+	for _, d := range ds {
+		t += d
+	}
+	return t
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func ms(d time.Duration) string  { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+func us(d time.Duration) string  { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
+func sec(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+func mib(kb int64) string        { return fmt.Sprintf("%.0f MiB RSS", float64(kb)/1024) }
+
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench-scale: %s: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}
+
+func fatalf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench-scale: "+format+"\n", a...)
+	cleanup()
+	os.Exit(1)
+}
