@@ -221,11 +221,15 @@ func Summary(runs []Run, info Info) (md, csvData []byte) {
 	cw.Flush()
 	on, off := Sum(groups[key{"on", 0}]), Sum(groups[key{"off", 0}])
 	q := Compare(on, off)
-	fmt.Fprintf(&mb, "\nTotal, memory on vs off: %.2f× the steps, %.2f× the clicks, %.2f× the extract/search calls, %.2f× the planner calls, "+
-		"%.2f× the prompt characters, %.2f× the input tokens, %.2f× the output tokens, %.2f× the time; accuracy %.0f%% vs %.0f%%; %d stale on, %d off; %d harm.\n",
-		q.Steps, q.Clicks, q.ExtractSearch, q.PlannerCalls, q.PromptChars, q.InputTokens, q.OutputTokens, q.Seconds,
-		100*on.Accuracy, 100*off.Accuracy, on.Stale, off.Stale, on.Harm)
+	tokens := fmt.Sprintf("%.2f× the input tokens, %.2f× the output tokens, ", q.InputTokens, q.OutputTokens)
 	if on.InputTokens+off.InputTokens == 0 {
+		tokens = "" // no model was called: a ratio of zeros would read as a saving
+	}
+	fmt.Fprintf(&mb, "\nTotal, memory on vs off: %.2f× the steps, %.2f× the clicks, %.2f× the extract/search calls, %.2f× the planner calls, "+
+		"%.2f× the prompt characters, %s%.2f× the time; accuracy %.0f%% vs %.0f%%; %d stale on, %d off; %d harm.\n",
+		q.Steps, q.Clicks, q.ExtractSearch, q.PlannerCalls, q.PromptChars, tokens, q.Seconds,
+		100*on.Accuracy, 100*off.Accuracy, on.Stale, off.Stale, on.Harm)
+	if tokens == "" {
 		mb.WriteString("(No token counts: the planner reported none — explore calls no model; compare prompt characters.)\n")
 	}
 	var harm []Run
