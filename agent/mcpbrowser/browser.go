@@ -85,6 +85,10 @@ type Server struct {
 	launchMu sync.Mutex // one launch at a time
 	sessions map[*sdk.ServerSession]*session
 	closed   bool
+	// ending counts the sessions whose end a watcher has claimed and is
+	// depositing: Close waits for them, so that no trace is lost (or written
+	// to a closed store) when the server stops right after a session ended.
+	ending sync.WaitGroup
 }
 
 // New returns the browser tools over o.
@@ -148,6 +152,7 @@ func (s *Server) Close(ctx context.Context) error {
 	for _, ss := range all {
 		errs = append(errs, ss.end(ctx, "the MCP session ended without browser_done"))
 	}
+	s.ending.Wait() // sessions that ended just before: their deposits finish first
 	s.launchMu.Lock()
 	defer s.launchMu.Unlock()
 	s.mu.Lock()
@@ -181,8 +186,12 @@ func (s *Server) sessionFor(ss *sdk.ServerSession) (*session, error) {
 			s.mu.Lock()
 			_, mine := s.sessions[ss]
 			delete(s.sessions, ss)
+			if mine {
+				s.ending.Add(1) // under s.mu: a Close that follows waits for it
+			}
 			s.mu.Unlock()
 			if mine {
+				defer s.ending.Done()
 				_ = st.end(context.Background(), "the MCP session ended without browser_done")
 			}
 		}()
