@@ -7,6 +7,7 @@ package main
 // store/gitrepo's (history.go, review.go).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -266,14 +267,15 @@ func runLog(c *cli.Context) error {
 				fmt.Fprintf(w, "    … and %d more file(s)\n", len(e.Changes)-maxLines)
 				break
 			}
-			fmt.Fprintf(w, "    %s: %s\n", ch.Path, shareLogState(c, h, ch))
+			fmt.Fprintf(w, "    %s: %s\n", ch.Path, logState(c.Context, h, ch))
 		}
 	}
 	return nil
 }
 
-// shareLogState describes a file at a commit (store.Describe).
-func shareLogState(c *cli.Context, h *gitrepo.History, ch gitrepo.FileChange) string {
+// logState describes a file at a commit (store.Describe): pem log's lines
+// and the knowledge browser's history.
+func logState(ctx context.Context, h *gitrepo.History, ch gitrepo.FileChange) string {
 	if ch.Deleted() {
 		return "deleted"
 	}
@@ -281,7 +283,7 @@ func shareLogState(c *cli.Context, h *gitrepo.History, ch gitrepo.FileChange) st
 	if ch.Added() {
 		verb = "added"
 	}
-	if d := store.Describe(ch.Path, func(limit int) ([]byte, error) { return h.Blob(c.Context, ch.To, limit) }); d != "" {
+	if d := store.Describe(ch.Path, func(limit int) ([]byte, error) { return h.Blob(ctx, ch.To, limit) }); d != "" {
 		return verb + ", " + d
 	}
 	return verb

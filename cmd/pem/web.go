@@ -73,17 +73,7 @@ func entryHistory(ctx context.Context, dir, domain, key string) ([]web.Commit, e
 	for _, e := range entries {
 		cm := web.Commit{Hash: e.Hash, When: e.When, Subject: e.Subject}
 		for _, ch := range e.Changes {
-			state := "deleted"
-			if !ch.Deleted() {
-				state = "changed"
-				if ch.Added() {
-					state = "added"
-				}
-				if d := store.Describe(ch.Path, func(limit int) ([]byte, error) { return h.Blob(ctx, ch.To, limit) }); d != "" {
-					state += ", " + d
-				}
-			}
-			cm.Changes = append(cm.Changes, ch.Path+": "+state)
+			cm.Changes = append(cm.Changes, ch.Path+": "+logState(ctx, h, ch))
 		}
 		out = append(out, cm)
 	}
