@@ -32,7 +32,7 @@ var allowedImports = map[string][]string{
 	"store/treegen":            {"store"},
 	"store/treegen/benchscale": {"store", "store/treegen"}, // make bench-scale: generates trees, times pem against baselines
 
-	"store/treegen/simulate": {"store"}, // the fleet simulation (make simulate) writes traces as saves leave them
+	"store/treegen/simulate": {"store", "store/treegen"}, // the fleet simulation (make simulate) writes traces as saves leave them; treegen.LoadAverage
 }
 
 var (

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/pemdev/pem/engine"
@@ -144,4 +145,19 @@ func write(dir, rel string, v any) error {
 		return os.WriteFile(p, b, 0o644)
 	}
 	return nil
+}
+
+// LoadAverage is the machine's 1, 5 and 15 minute load averages as printed
+// beside the figures of make bench-scale and make simulate ("unknown" where
+// /proc/loadavg is missing): wall times on a shared machine move with it.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -87,7 +87,7 @@ func main() {
 		}
 	}
 	start := time.Now()
-	load0 := loadavg()
+	load0 := treegen.LoadAverage()
 	pem = filepath.Join(work, "pem")
 	logf("building pem into %s", pem)
 	if out, err := exec.Command("go", "build", "-o", pem, "./cmd/pem").CombinedOutput(); err != nil {
@@ -136,7 +136,7 @@ func main() {
 	rows = append(rows, row{"agent, demo tasks, P1 round vs cold", "measured by `pem bench` (make bench), not here", "—", "—", "P1 ≤ 0.3× cold"})
 
 	fmt.Printf("\npem bench-scale, scale %s, %s, GOMAXPROCS %d, load average %s at start, %s at the end; %s in all\n\n",
-		*scale, time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOMAXPROCS(0), load0, loadavg(), time.Since(start).Round(time.Second))
+		*scale, time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOMAXPROCS(0), load0, treegen.LoadAverage(), time.Since(start).Round(time.Second))
 	fmt.Println("| figure | pem | baseline in the same run | ratio | goal |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, r := range rows {
@@ -626,18 +626,6 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func envOr(k, def string) string {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/treegen"
 )
 
 type config struct {
@@ -116,7 +117,7 @@ func run(ctx context.Context, c config) error {
 	}
 	fmt.Printf("simulate: %d days, %d traces a day over %d domains × %d intents, %d consolidations a day, deep-learn every %d days; GOMAXPROCS %d\n",
 		c.days, c.traces, c.domains, c.intents, c.perDay, c.deepEvery, runtime.GOMAXPROCS(0))
-	fmt.Printf("load average at the start: %s\n", loadavg())
+	fmt.Printf("load average at the start: %s\n", treegen.LoadAverage())
 	fmt.Println()
 	fmt.Println("| week | traces in tree | commits | .git | packs | loose | full clone (wall, size) | history without traces | facts-only clone (pem clone: wall, CPU, size) | consolidation CPU mean / max | peak RSS | deep-learn CPU, RSS |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -165,7 +166,7 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	extrapolate(c, weeks)
-	fmt.Printf("  load average at the end: %s (wall times on a shared machine; the CPU times are the process's own)\n", loadavg())
+	fmt.Printf("  load average at the end: %s (wall times on a shared machine; the CPU times are the process's own)\n", treegen.LoadAverage())
 	return nil
 }
 
@@ -412,18 +413,6 @@ func countFiles(dir string) int {
 		return nil
 	})
 	return n
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func size(b int64) string {
