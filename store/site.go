@@ -40,26 +40,7 @@ func (s *Store) PutSite(ctx context.Context, site *engine.Site) (string, error) 
 	if err := checkDomain(site.Domain); err != nil {
 		return "", fmt.Errorf("saving site: %w", err)
 	}
-	rel := SitePath(site.Domain)
-	if site.Format < 1 || site.Format > engine.Format {
-		return "", fmt.Errorf("saving %s: format %d: set it to %d", rel, site.Format, engine.Format)
-	}
-	data, err := Marshal(site)
-	if err != nil {
-		return "", fmt.Errorf("saving %s: %w", rel, err)
-	}
-	if max := MaxBytes(KindSite); len(data) > max {
-		return "", fmt.Errorf("%w: %s would be %d bytes, over the %s cap of %d", engine.ErrTooLarge, rel, len(data), KindSite, max)
-	}
-	wrote, err := s.replaceFile(rel, data, int64(MaxBytes(KindSite)))
-	if wrote {
-		s.records.del(rel)
-		s.forgetDirs(rel)
-	}
-	if err != nil {
-		return "", fmt.Errorf("saving %s: %w", rel, err)
-	}
-	return rel, nil
+	return s.writeRecord(SitePath(site.Domain), site.Format, KindSite, site)
 }
 
 func siteDecoder(domain string) func([]byte) (any, error) {

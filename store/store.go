@@ -466,7 +466,12 @@ func (s *Store) putRecord(ctx context.Context, domain, key string, format int, k
 	if err := checkKey(key); err != nil {
 		return "", fmt.Errorf("saving %s: %w", kind, err)
 	}
-	rel := pathOf(domain, key)
+	return s.writeRecord(pathOf(domain, key), format, kind, v)
+}
+
+// writeRecord writes v at rel in canonical form, atomically, within kind's
+// size cap; identical content leaves the file as it was (putRecord, PutSite).
+func (s *Store) writeRecord(rel string, format int, kind string, v any) (string, error) {
 	if format < 1 || format > engine.Format {
 		return "", fmt.Errorf("saving %s: format %d: set it to %d", rel, format, engine.Format)
 	}
