@@ -56,18 +56,57 @@ func Generate(ctx context.Context, dir string, domains, intents, traces int, see
 	return g.Wait()
 }
 
+// GenerateHot writes a tree of one domain (Domain(0)) with `intents`
+// entries where intent `hot` holds exactly hotTraces traces and the other
+// intents share the rest of `traces` evenly: the hot entry's own evidence
+// stays the same while the domain's other traces grow (the fresh-process
+// query row of make bench-scale). Traces start in the 30 days before base.
+func GenerateHot(ctx context.Context, dir string, intents, traces, hot, hotTraces int, base time.Time, seed int64) error {
+	if intents < 2 || hot < 0 || hot >= intents || hotTraces < 0 || traces < hotTraces {
+		return fmt.Errorf("treegen: GenerateHot needs 2+ intents, 0 ≤ hot < intents and hotTraces ≤ traces (have %d, %d, %d, %d)", intents, hot, hotTraces, traces)
+	}
+	if _, err := store.Init(ctx, dir); err != nil {
+		return err
+	}
+	rest, others := traces-hotTraces, intents-1
+	count := func(j int) int {
+		if j == hot {
+			return hotTraces
+		}
+		o := j
+		if j > hot {
+			o--
+		}
+		n := rest / others
+		if o < rest%others {
+			n++
+		}
+		return n
+	}
+	return writeDomain(dir, 0, intents, count, base, seed)
+}
+
 func domain(dir string, d, domains, intents, traces int, seed int64) error {
-	rng := rand.New(rand.NewSource(seed*1_000_003 + int64(d)))
 	pairs := domains * intents
-	for j := 0; j < intents; j++ {
+	count := func(j int) int {
 		pair := d*intents + j
 		n := traces / pairs
 		if pair < traces%pairs {
 			n++
 		}
+		return n
+	}
+	return writeDomain(dir, d, intents, count, Base, seed)
+}
+
+// writeDomain writes domain d's entries, count(j) traces for intent j.
+func writeDomain(dir string, d, intents int, count func(j int) int, base time.Time, seed int64) error {
+	rng := rand.New(rand.NewSource(seed*1_000_003 + int64(d)))
+	for j := 0; j < intents; j++ {
+		n := count(j)
 		x := &engine.Experience{}
 		for k := 0; k < n; k++ {
-			t := trace(rng, d, j, k)
+			t := trace(rng, base, d, j, k)
 			if err := write(dir, store.TracePath(store.RefOf(t)), t); err != nil {
 				return err
 			}
@@ -79,7 +118,7 @@ func domain(dir string, d, domains, intents, traces int, seed int64) error {
 		if err := write(dir, store.ExperiencePath(x.Domain, x.IntentKey), x); err != nil {
 			return err
 		}
-		f := facts(d, j)
+		f := facts(base, d, j)
 		if err := write(dir, store.FactsPath(f.Domain, f.IntentKey), f); err != nil {
 			return err
 		}
@@ -87,8 +126,8 @@ func domain(dir string, d, domains, intents, traces int, seed int64) error {
 	return nil
 }
 
-func trace(rng *rand.Rand, d, j, k int) *engine.Trace {
-	at := Base.Add(-time.Duration(rng.Int63n(int64(30 * 24 * time.Hour))))
+func trace(rng *rand.Rand, base time.Time, d, j, k int) *engine.Trace {
+	at := base.Add(-time.Duration(rng.Int63n(int64(30 * 24 * time.Hour))))
 	id, _ := engine.NewTraceID(at, rng)
 	n, _ := engine.NormalizeURL(URL(d, j))
 	t := &engine.Trace{Format: engine.Format, ID: id, Writer: "treegen", Session: fmt.Sprintf("s%d", rng.Intn(5)),
@@ -109,7 +148,7 @@ func trace(rng *rand.Rand, d, j, k int) *engine.Trace {
 	return t
 }
 
-func facts(d, j int) *engine.Facts {
+func facts(base time.Time, d, j int) *engine.Facts {
 	n, _ := engine.NormalizeURL(URL(d, j))
 	f := &engine.Facts{Format: engine.Format, Domain: Domain(d), Intent: Intent(j), IntentKey: engine.IntentKey(Intent(j)),
 		TaskType: "lookup", URLPatterns: []string{engine.Pattern(n)}, Status: engine.Verified,
@@ -126,7 +165,7 @@ func facts(d, j int) *engine.Facts {
 		InteractionHints: []string{"the details tab loads lazily: wait for .details"},
 		KnownBlockers:    []engine.Blocker{{Type: "overlay_blocked", Selector: "#cookie-banner", Action: "click", Note: "accept cookies first"}},
 		AntiPatterns:     []string{".old-details"},
-		Provenance:       engine.Provenance{Sources: []string{"treegen"}, FirstSeen: Base.Add(-30 * 24 * time.Hour), LastVerified: Base.Add(-24 * time.Hour)},
+		Provenance:       engine.Provenance{Sources: []string{"treegen"}, FirstSeen: base.Add(-30 * 24 * time.Hour), LastVerified: base.Add(-24 * time.Hour)},
 	}
 	f.Revision = f.ContentHash()
 	return f
