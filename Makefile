@@ -17,6 +17,10 @@ SHELL := /bin/bash
 
 GO ?= go
 MODULE := github.com/pemdev/pem
+# urfave_cli_no_docs leaves out urfave/cli's man-page and Markdown writers
+# (pem uses neither): their Markdown parser's init cost ~0.6 ms of every
+# pem process's start-up (docs/performance.md, start-up).
+PEM_TAGS ?= urfave_cli_no_docs
 CHROMIUM ?= /usr/lib/chromium/chromium
 
 # go-rod must never fetch a browser or read flags of its own.
@@ -79,7 +83,7 @@ go-test:
 	if [ -n "$$plain" ]; then echo "go test$$plain"; $(GO) test $$plain; fi
 
 build:
-	$(GO) build -o bin/pem ./cmd/pem
+	$(GO) build -tags "$(PEM_TAGS)" -o bin/pem ./cmd/pem
 
 ## demo: pem's main job end to end on a temporary tree (needs only Chromium: installs it when root; no gcc, no shellcheck)
 demo: chromium build

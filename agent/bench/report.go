@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // A Metric is one number per run that the report draws per round: its name,
@@ -254,23 +255,26 @@ func Report(runs []Run, o ReportOptions) []byte {
 		"Runs": len(runs), "Rounds": len(rounds), "Both": len(arms) == 2,
 	}
 	var buf bytes.Buffer
-	if err := reportTmpl.Execute(&buf, data); err != nil {
+	if err := reportTmpl().Execute(&buf, data); err != nil {
 		// The template is fixed and its data typed: an error is a bug.
 		panic("bench: report template: " + err.Error())
 	}
 	return buf.Bytes()
 }
 
-var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-	"num": num,
-	"yes": func(b bool) string {
-		if b {
-			return "yes"
-		}
-		return "no"
-	},
-}).Parse(`<!doctype html>
+// reportTmpl is parsed on first use, not at start-up (every pem command
+// links this package; docs/performance.md, start-up).
+var reportTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"num": num,
+		"yes": func(b bool) string {
+			if b {
+				return "yes"
+			}
+			return "no"
+		},
+	}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'">
@@ -316,3 +320,4 @@ svg .pt.on{fill:#0969da}svg .pt.off{fill:#bf8700}
 {{end}}</tbody></table>
 </body></html>
 `))
+})

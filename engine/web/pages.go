@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pemdev/pem/engine"
@@ -17,17 +18,22 @@ import (
 //go:embed assets/pages.html assets/style.css
 var assets embed.FS
 
-var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
-	"pct":    func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-	"conf":   func(f float64) string { return fmt.Sprintf("%.2f", f) },
-	"when":   when,
-	"lower":  strings.ToLower,
-	"join":   strings.Join,
-	"sel":    func(s engine.Step) string { return s.Selector },
-	"add":    func(a, b int) int { return a + b },
-	"style":  func() template.CSS { b, _ := assets.ReadFile("assets/style.css"); return template.CSS(b) },
-	"status": func(s engine.Status) string { return orDash(string(s)) },
-}).ParseFS(assets, "assets/pages.html"))
+// pages are parsed on the first page rendered, not at start-up: every pem
+// command links this package, and parsing the templates cost ~0.6 ms of
+// each process's start (GODEBUG=inittrace=1; docs/performance.md).
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("pages").Funcs(template.FuncMap{
+		"pct":    func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"conf":   func(f float64) string { return fmt.Sprintf("%.2f", f) },
+		"when":   when,
+		"lower":  strings.ToLower,
+		"join":   strings.Join,
+		"sel":    func(s engine.Step) string { return s.Selector },
+		"add":    func(a, b int) int { return a + b },
+		"style":  func() template.CSS { b, _ := assets.ReadFile("assets/style.css"); return template.CSS(b) },
+		"status": func(s engine.Status) string { return orDash(string(s)) },
+	}).ParseFS(assets, "assets/pages.html"))
+})
 
 func when(t any) string {
 	switch v := t.(type) {
@@ -144,7 +150,7 @@ func (s *Server) indexPage(r *http.Request) ([]byte, error) {
 
 func render(name string, data any) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := pages().ExecuteTemplate(&buf, name, data); err != nil {
 		return nil, fmt.Errorf("rendering the %s page: %w", name, err)
 	}
 	return buf.Bytes(), nil

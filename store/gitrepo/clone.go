@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -217,7 +218,7 @@ func setConfig(g *git.Repository, cfg *config.Config, gitDir string) error {
 	if err != nil {
 		return err
 	}
-	fixed := emptyExtensions.ReplaceAll(data, nil)
+	fixed := emptyExtensions().ReplaceAll(data, nil)
 	if len(fixed) == len(data) {
 		return nil
 	}
@@ -226,4 +227,7 @@ func setConfig(g *git.Repository, cfg *config.Config, gitDir string) error {
 
 // emptyExtensions is the section go-git adds to a version-1 config that has
 // no extensions.
-var emptyExtensions = regexp.MustCompile(`(?m)^\[extensions\]\n\s*objectformat = *\n?`)
+// Compiled on first use, not at every pem command's start-up.
+var emptyExtensions = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\[extensions\]\n\s*objectformat = *\n?`)
+})
