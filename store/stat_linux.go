@@ -23,3 +23,7 @@ func idOf(fi fs.FileInfo) fileID {
 	}
 	return id
 }
+
+// unique reports whether id names one file (its device and inode are
+// known): only then may a cache kept across processes trust it.
+func (id fileID) unique() bool { return id.ino != 0 }

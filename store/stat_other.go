@@ -15,3 +15,7 @@ func idOf(fi fs.FileInfo) fileID {
 	t := fi.ModTime().UnixNano()
 	return fileID{size: fi.Size(), mtime: t, ctime: t, mode: fi.Mode()}
 }
+
+// unique reports whether id names one file: not known here (no inode), so
+// caches kept across processes (decoded.go) are not used.
+func (id fileID) unique() bool { return false }

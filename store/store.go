@@ -173,7 +173,11 @@ func (s *Store) load(ctx context.Context, c *lru, rel, kind string, immutable bo
 	}
 	// Fast path: one lstat. A hit returns only what was decoded from this very
 	// file (same device and inode), so the unconfined lstat reads nothing new.
-	if fi, err := os.Lstat(s.abs(rel)); err == nil && fi.Mode().IsRegular() {
+	fi, err := os.Lstat(s.abs(rel))
+	if err != nil {
+		fi = nil
+	}
+	if fi != nil && fi.Mode().IsRegular() {
 		if v, ok := c.get(rel, idOf(fi), s.now()); ok {
 			if err, isErr := v.(error); isErr {
 				return nil, err
@@ -182,6 +186,16 @@ func (s *Store) load(ctx context.Context, c *lru, rel, kind string, immutable bo
 		}
 	}
 	start := s.now()
+	// A new process: the decoded cache of a file old enough to trust
+	// (decoded.go) saves its YAML decode.
+	if fi != nil && fi.Mode().IsRegular() && decodable[kind] != nil && trusted(fi, start) {
+		if v, ok := s.readDecoded(rel, kind, idOf(fi)); ok {
+			if checkDecoded(rel, kind, v) == nil {
+				c.put(rel, idOf(fi), v, start)
+				return v, nil
+			}
+		}
+	}
 	data, fi, err := s.readFile(rel, int64(MaxBytes(kind)))
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
@@ -207,6 +221,9 @@ func (s *Store) load(ctx context.Context, c *lru, rel, kind string, immutable bo
 	}
 	if immutable || trusted(fi, start) {
 		c.put(rel, idOf(fi), v, start)
+		if decodable[kind] != nil {
+			s.writeDecoded(rel, kind, idOf(fi), v)
+		}
 	}
 	return v, nil
 }
@@ -429,6 +446,17 @@ func (s *Store) FactsKeys(ctx context.Context, domain string) ([]string, error) 
 
 // Experience reads experience/<domain>/<key>.yaml.
 func (s *Store) Experience(ctx context.Context, domain, key string) (*engine.Experience, error) {
+	x, err := s.ExperienceShared(ctx, domain, key)
+	if err != nil {
+		return nil, err
+	}
+	return x.Clone(), nil
+}
+
+// ExperienceShared is Experience without the copy (engine.SharedExperience):
+// the value is the cache's own, never modified by the store (a change on
+// disk decodes a new one), and must never be modified by the caller.
+func (s *Store) ExperienceShared(ctx context.Context, domain, key string) (*engine.Experience, error) {
 	if err := checkDomain(domain); err != nil {
 		return nil, err
 	}
@@ -439,7 +467,7 @@ func (s *Store) Experience(ctx context.Context, domain, key string) (*engine.Exp
 	if err != nil {
 		return nil, err
 	}
-	return v.(*engine.Experience).Clone(), nil
+	return v.(*engine.Experience), nil
 }
 
 // PutExperience writes experience/<domain>/<key>.yaml atomically in

@@ -3,13 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"runtime"
 	"slices"
 	"strings"
@@ -403,29 +400,7 @@ func (s *Store) writeDayKeys(rel string, dk *dayKeys) {
 	}
 	b.WriteString("dir " + flag + " " + dk.id + "\n")
 	b.Write(dk.lines)
-	dir := path.Dir(rel)
-	if err := s.cacheDirs(dir); err != nil {
-		return
-	}
-	var rnd [6]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return
-	}
-	tmp := dir + "/." + path.Base(rel) + "." + hex.EncodeToString(rnd[:]) + ".tmp"
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return
-	}
-	_, err = f.Write(b.Bytes())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.root.Rename(tmp, rel)
-	}
-	if err != nil {
-		_ = s.root.Remove(tmp)
-	}
+	s.writeCacheFile(rel, b.Bytes())
 }
 
 // cacheDirs creates dir under .pem-cache (and .pem-cache's .gitignore),

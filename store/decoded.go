@@ -1,0 +1,174 @@
+package store
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/pemdev/pem/engine"
+)
+
+// The decoded-record cache keeps, beside the other caches in .pem-cache
+// (never committed), each experience file as this code last decoded it, in
+// encoding/gob, so that a new process (every CLI query, the first MCP
+// query of a domain) does not parse its YAML again: YAML costs ~40 µs an
+// evidence item, gob ~2 (docs/performance.md, "Query"). An experience
+// grows with its entry's runs, and a query below P2 reads up to four other
+// entries of the domain for their related routes (engine/related.go).
+//
+//	.pem-cache/decoded/experience/<domain>/<key>.yaml.gob
+//
+// A cache file holds a header, the identity of the YAML file it was
+// decoded from (device, inode, size, mtime, ctime: the identity the
+// in-memory caches use, cache.go), a fingerprint of the Go types it
+// encodes (a pem whose engine.Experience differs never reads it), and the
+// gob. It is used only when the YAML file has that very identity now and
+// the identity is old enough to show any later change (racyWindow), so a
+// rename (a new inode), an edit in place (mtime, ctime, size) or a
+// checkout is seen; the decoded value is checked again for its format,
+// domain and key. It is written only after a YAML decode that succeeded
+// and is trusted, as a whole file renamed into place (no fsync: losing it
+// costs one YAML decode). A missing, stale or unreadable cache file is
+// rebuilt by the next read; one for an entry that is gone stays until
+// .pem-cache is removed (it is never read: no YAML file has its identity).
+const (
+	decodedDir    = cacheDir + "/decoded"
+	decodedHeader = "pem decoded 1\n"
+)
+
+// decodable: the kinds kept in the decoded cache, each with a new value
+// to decode into. Facts and pem.yaml are small (one YAML decode is cheaper
+// than a second file); traces are read once.
+var decodable = map[string]func() any{
+	KindExperience: func() any { return new(engine.Experience) },
+}
+
+// typePrint is a fingerprint of the Go types of the cached kinds: field
+// names, types and tags, recursively.
+var typePrint = sync.OnceValue(func() string {
+	var b strings.Builder
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		fmt.Fprintf(&b, "%s/%s;", t.String(), t.Kind())
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			walk(t.Elem())
+		case reflect.Map:
+			walk(t.Key())
+			walk(t.Elem())
+		case reflect.Struct:
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				fmt.Fprintf(&b, "%s %q ", f.Name, f.Tag)
+				walk(f.Type)
+			}
+		}
+	}
+	for _, kind := range []string{KindExperience} {
+		b.WriteString(kind + ":")
+		walk(reflect.TypeOf(decodable[kind]()))
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+})
+
+func decodedPath(rel string) string { return decodedDir + "/" + rel + ".gob" }
+
+// decodedHead is the cache file's first lines for a YAML file of identity id.
+func decodedHead(id fileID) string {
+	return decodedHeader + "types " + typePrint() + "\nfile " + fmt.Sprint(id) + "\n"
+}
+
+// readDecoded returns the value cached for rel when the YAML file has
+// identity id; false when there is none, it is stale or does not decode.
+func (s *Store) readDecoded(rel, kind string, id fileID) (any, bool) {
+	mk := decodable[kind]
+	if mk == nil || !id.unique() {
+		return nil, false
+	}
+	data, _, err := s.readFile(decodedPath(rel), 4*int64(MaxBytes(kind)))
+	if err != nil {
+		return nil, false
+	}
+	body, ok := bytes.CutPrefix(data, []byte(decodedHead(id)))
+	if !ok {
+		return nil, false
+	}
+	v := mk()
+	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// checkDecoded checks a decoded value as the YAML decoder does after
+// parsing (format, and the entry its path names).
+func checkDecoded(rel, kind string, v any) error {
+	switch x := v.(type) {
+	case *engine.Experience:
+		if err := checkFormat(x.Format); err != nil {
+			return err
+		}
+		if rel != ExperiencePath(x.Domain, x.IntentKey) {
+			return fmt.Errorf("%w: the file names %s/%s, not the entry its path names", engine.ErrCorrupt, x.Domain, x.IntentKey)
+		}
+		return nil
+	}
+	return fmt.Errorf("the decoded cache holds no %s", kind)
+}
+
+// writeDecoded stores v, decoded from rel whose identity is id (best
+// effort: it is a cache).
+func (s *Store) writeDecoded(rel, kind string, id fileID, v any) {
+	if decodable[kind] == nil || !id.unique() {
+		return
+	}
+	var b bytes.Buffer
+	b.WriteString(decodedHead(id))
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		return
+	}
+	s.writeCacheFile(decodedPath(rel), b.Bytes())
+}
+
+// writeCacheFile replaces a file under .pem-cache (a temporary file renamed
+// into place; no fsync: losing it costs a rebuild). Errors are ignored: a
+// read-only tree still answers, it reads more.
+func (s *Store) writeCacheFile(rel string, data []byte) {
+	dir := path.Dir(rel)
+	if err := s.cacheDirs(dir); err != nil {
+		return
+	}
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return
+	}
+	tmp := dir + "/." + path.Base(rel) + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.root.Rename(tmp, rel)
+	}
+	if err != nil {
+		_ = s.root.Remove(tmp)
+	}
+}

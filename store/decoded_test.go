@@ -1,0 +1,178 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/storetest"
+)
+
+// experienceWith is an experience of example.com/intent with n runs folded.
+func experienceWith(intent string, n int) *engine.Experience {
+	x := storetest.NewExperience("example.com", intent)
+	base := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	for i := range n {
+		x.Fold(storetest.NewTrace("example.com", intent, base.Add(time.Duration(i)*time.Hour), int64(i+1)))
+	}
+	return x
+}
+
+func decodedFile(dir, domain, key string) string {
+	return filepath.Join(dir, ".pem-cache", "decoded", filepath.FromSlash(store.ExperiencePath(domain, key))+".gob")
+}
+
+// TestDecodedCache: a new process reads an experience from the decoded
+// cache, equal to the YAML's decode; every way the YAML file changes is
+// seen; a damaged, foreign or mislabelled cache file is never believed.
+func TestDecodedCache(t *testing.T) {
+	ctx := context.Background()
+	s0 := newTree(t)
+	dir := s0.Root()
+	x := experienceWith("find the price", 5)
+	key := x.IntentKey
+	if _, err := s0.PutExperience(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	yamlPath := filepath.Join(dir, filepath.FromSlash(store.ExperiencePath("example.com", key)))
+	cache := decodedFile(dir, "example.com", key)
+	read := func(what string) *engine.Experience {
+		t.Helper()
+		got, err := openLater(t, dir).Experience(ctx, "example.com", key)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return got
+	}
+	want := func() *engine.Experience {
+		t.Helper()
+		data, err := os.ReadFile(yamlPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := new(engine.Experience)
+		if err := store.Unmarshal(data, v, store.KindExperience); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	// Just written: too recent to trust, so no cache file yet.
+	if _, err := s0.Experience(ctx, "example.com", key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cache); err == nil {
+		t.Fatalf("a decoded cache file was written for a file changed within the racy window")
+	}
+	if got := read("first trusted read"); !reflect.DeepEqual(got, want()) {
+		t.Fatalf("first read differs from the YAML")
+	}
+	if _, err := os.Stat(cache); err != nil {
+		t.Fatalf("no decoded cache file after a trusted read: %v", err)
+	}
+	if got := read("from the cache"); !reflect.DeepEqual(got, want()) {
+		t.Fatalf("the cached decode differs from the YAML:\n%+v\nwant\n%+v", got, want())
+	}
+
+	// The cache is what a new process reads: a cache file for the same
+	// identity holding another (valid) value is what it returns. (This
+	// is how the test tells that the YAML was not decoded again.)
+	good, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := experienceWith("find the price", 2)
+	swapped := encodeLike(t, good, other)
+	if err := os.WriteFile(cache, swapped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("swapped cache"); len(got.Evidence) != len(other.Evidence) || len(other.Evidence) == len(x.Evidence) {
+		t.Fatalf("the decoded cache was not used: %d evidence items, want the cache's %d (the YAML has %d)", len(got.Evidence), len(other.Evidence), len(x.Evidence))
+	}
+	if err := os.WriteFile(cache, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another process replaces the file (a save, a consolidation, a pull): a new inode.
+	x2 := experienceWith("find the price", 7)
+	s1 := openLater(t, dir)
+	if _, err := s1.PutExperience(ctx, x2); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("after a replacement"); len(got.Evidence) != len(x2.Evidence) || !reflect.DeepEqual(got, want()) {
+		t.Fatalf("after another process replaced the file: %d evidence items, want %d", len(got.Evidence), len(x2.Evidence))
+	}
+	// An edit in place (same inode, an editor): seen.
+	data, err := os.ReadFile(yamlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "intent: find the price", "intent: find the price now", 1)
+	if edited == string(data) {
+		t.Fatal("test setup: no intent line to edit")
+	}
+	if err := os.WriteFile(yamlPath, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("after an edit in place"); got.Intent != "find the price now" {
+		t.Fatalf("an edit in place was not seen: intent %q", got.Intent)
+	}
+
+	// A damaged cache file: the YAML is decoded and the cache rebuilt.
+	for _, bad := range [][]byte{[]byte("garbage"), good[:len(good)/2], append([]byte(strings.Replace(string(good), "types ", "types 0", 1)), 0)} {
+		if err := os.WriteFile(cache, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := read("damaged cache"); !reflect.DeepEqual(got, want()) {
+			t.Fatalf("with a damaged cache file (%q…), the read differs from the YAML", bad[:min(len(bad), 20)])
+		}
+		if b, _ := os.ReadFile(cache); string(b) == string(bad) {
+			t.Fatalf("the damaged cache file was not rebuilt")
+		}
+	}
+
+	// A cache that names another entry is refused (the YAML decides).
+	cur, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := experienceWith("read the news", 3)
+	if err := os.WriteFile(cache, encodeLike(t, cur, foreign), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("foreign cache"); got.IntentKey != key || !reflect.DeepEqual(got, want()) {
+		t.Fatalf("a cache file of another entry was believed: %s", got.IntentKey)
+	}
+
+	// Removing .pem-cache loses nothing.
+	if err := os.RemoveAll(filepath.Join(dir, ".pem-cache")); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("no cache"); !reflect.DeepEqual(got, want()) {
+		t.Fatalf("without .pem-cache the read differs from the YAML")
+	}
+}
+
+// encodeLike returns the cache file cur with its value replaced by v (the
+// same header: the same identity).
+func encodeLike(t *testing.T, cur []byte, v *engine.Experience) []byte {
+	t.Helper()
+	s := string(cur)
+	i := strings.Index(s, "\nfile ")
+	if i < 0 {
+		t.Fatalf("test setup: no file line in the cache file")
+	}
+	j := strings.IndexByte(s[i+1:], '\n')
+	head := s[:i+1+j+1]
+	body, err := store.GobForTest(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(head), body...)
+}
