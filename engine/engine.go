@@ -489,7 +489,7 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 		if !want(k) {
 			continue
 		}
-		x, err := e.Store.Experience(ctx, domain, k)
+		x, err := e.readExperience(ctx, domain, k)
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
 				warnings = append(warnings, err.Error())
@@ -579,6 +579,16 @@ func (e *Engine) domainEntries(ctx context.Context, domain, only string) (map[st
 		}
 	}
 	return entries, warnings, nil
+}
+
+// readExperience reads an experience the engine only reads (never
+// modifies): the store's shared value when it offers one (SharedExperience),
+// else the caller's own copy.
+func (e *Engine) readExperience(ctx context.Context, domain, key string) (*Experience, error) {
+	if sx, ok := e.Store.(SharedExperience); ok {
+		return sx.ExperienceShared(ctx, domain, key)
+	}
+	return e.Store.Experience(ctx, domain, key)
 }
 
 // Query answers what memory holds for a task at url: the domain's entry whose

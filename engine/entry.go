@@ -46,7 +46,8 @@ func (e *Engine) Entry(ctx context.Context, domain, key string) (*EntryView, err
 	if err != nil {
 		return nil, err
 	}
-	v := &EntryView{Domain: domain, IntentKey: key, Intent: en.intent, Facts: en.facts, Experience: en.exp,
+	v := &EntryView{Domain: domain, IntentKey: key, Intent: en.intent, Facts: en.facts, Experience: en.exp.Clone(), // the engine read a shared value (readExperience): the view is the caller's own
+
 		Evidence: en.evidence(), Pending: len(en.pending), Quarantined: en.quarantined}
 	sortEvidence(v.Evidence)
 	if ps := dedupe(en.patterns); len(ps) > 0 {
@@ -103,7 +104,8 @@ func (e *Engine) Entries(ctx context.Context, domain string) ([]*EntryView, []st
 	out := make([]*EntryView, 0, len(entries))
 	for _, key := range sortedKeys(entries) {
 		en := entries[key]
-		v := &EntryView{Domain: domain, IntentKey: key, Intent: en.intent, Facts: en.facts, Experience: en.exp,
+		v := &EntryView{Domain: domain, IntentKey: key, Intent: en.intent, Facts: en.facts, Experience: en.exp.Clone(), // the engine read a shared value (readExperience): the view is the caller's own
+
 			Evidence: en.evidence(), Pending: len(en.pending), Quarantined: en.quarantined,
 			Recall: e.recall(en, NormalizedURL{Domain: domain}, MatchExact, cfg.Policy)}
 		sortEvidence(v.Evidence)

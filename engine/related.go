@@ -138,7 +138,7 @@ func (e *Engine) related(ctx context.Context, n NormalizedURL, key, intent strin
 		return nil, nil
 	}
 	en := &entry{key: key, intent: f.Intent, facts: f, patterns: append([]string(nil), f.URLPatterns...)}
-	x, err := e.Store.Experience(ctx, n.Domain, key)
+	x, err := e.readExperience(ctx, n.Domain, key)
 	switch {
 	case err == nil:
 		en.exp = x

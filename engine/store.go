@@ -79,6 +79,16 @@ type SiteStore interface {
 	PutSite(ctx context.Context, s *Site) (string, error)
 }
 
+// SharedExperience is what a Store may also offer so that a query does not
+// deep-copy every experience it reads (an entry's evidence grows with its
+// runs): ExperienceShared returns the store's own cached value, which the
+// caller must never modify, and which the store never modifies either (a
+// change on disk gives a new value). The engine reads it on its query path
+// and copies it where it hands an experience out (Entry, Entries).
+type SharedExperience interface {
+	ExperienceShared(ctx context.Context, domain, key string) (*Experience, error)
+}
+
 // TraceIndex is what a Store may also offer so that the engine finds one
 // intent's traces without reading the rest of the domain's (a hot domain
 // holds tens of thousands): Query, Memory and Save use it when the Store
