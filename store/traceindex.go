@@ -20,23 +20,25 @@ var _ engine.TraceIndex = (*Store)(nil)
 // The trace index says which intent each trace belongs to, so that a query,
 // a memory or a save for one intent reads that intent's traces and no
 // other's (a hot domain holds tens of thousands). It is local state, never
-// committed: one small text file per domain and day,
+// committed: one small text file per domain,
 //
-//	.pem-cache/trace-keys/<domain>/<YYYY-MM-DD>
+//	.pem-cache/trace-index/<domain>
 //
-// (.pem-cache holds a .gitignore of "*", so git never sees it), listing
-// "<trace id> <intent key>" for every trace of that day directory, and the
-// directory's identity when it was listed (device, inode, size, mtime,
-// ctime — the same identity the caches use, cache.go). The index is only a
+// (.pem-cache holds a .gitignore of "*", so git never sees it), with one
+// section per day directory of traces/<domain>: a line "day <YYYY-MM-DD>
+// <trusted> <identity>" — the directory's identity when it was listed
+// (device, inode, size, mtime, ctime: the identity the caches use,
+// cache.go) — then "<trace id> <intent key>" for every trace of that day.
+// A new process reads this one file, whatever the number of days or
+// traces (it used to be one file per day directory). The index is only a
 // cache, so it is safe to lose, and it keeps format 1 of the tree:
-//   - an index whose directory identity matches (and was old enough to
-//     trust, see racyWindow) is used as it is: one lstat and one small read
-//     per day;
+//   - a section whose directory identity matches (and was old enough to
+//     trust, see racyWindow) is used as it is: one lstat per day;
 //   - otherwise the day is listed again and only the traces the index does
 //     not name are read, for their intent key (traces are immutable: an id
 //     keeps its key), and the file is rewritten;
 //   - a missing or unreadable index is rebuilt the same way; deleted traces
-//     drop out at the next listing.
+//     and days drop out at the next listing.
 //
 // Writers in several processes race only on whole files (a temporary file
 // renamed into place), so a lost update costs a re-read, never a wrong
@@ -47,10 +49,11 @@ var _ engine.TraceIndex = (*Store)(nil)
 // every trace it is handed and checks its key, so a wrong line can only
 // hide the trace that carries it.
 const (
-	cacheDir        = ".pem-cache"
-	traceKeysDir    = cacheDir + "/trace-keys"
-	traceKeysHeader = "pem trace keys 1\n"
-	unknownKey      = "-" // the trace could not be read
+	cacheDir          = ".pem-cache"
+	traceIndexDir     = cacheDir + "/trace-index"
+	traceIndexHeader  = "pem trace index 2\n"
+	traceIndexDayLine = "day "
+	unknownKey        = "-" // the trace could not be read
 )
 
 // dayKeys is one day directory's index: the directory's identity and the
@@ -146,8 +149,9 @@ func parseLines(lines []byte) (map[string]string, bool) {
 
 // IntentTraceRefs lists the traces of domain whose intent key is key, and
 // those whose key could not be read (the caller reports them), oldest
-// first. Warm, it costs one lstat per day directory; it reads a trace
-// file only the first time this tree's index meets it.
+// first. Warm, it costs one lstat per day directory; a new process reads
+// the domain's one index file; a trace file is read only the first time
+// this tree's index meets it.
 func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engine.TraceRef, error) {
 	if err := checkDomain(domain); err != nil {
 		return nil, err
@@ -159,43 +163,75 @@ func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engi
 	if err != nil {
 		return nil, err
 	}
-	var refs []engine.TraceRef
-	for _, day := range days {
-		dk, err := s.dayKeys(ctx, domain, day)
+	// The index file, read on the first day this process knows nothing of.
+	var file map[string]*dayKeys
+	loaded := false
+	load := func() map[string]*dayKeys {
+		if !loaded {
+			file, loaded = s.readTraceIndex(domain), true
+		}
+		return file
+	}
+	dks := make([]*dayKeys, len(days))
+	write := false // the file is worth rewriting
+	for i, day := range days {
+		dk, worth, err := s.dayKeys(ctx, domain, day, load)
 		if err != nil {
 			return nil, err
 		}
+		dks[i], write = dk, write || worth
+	}
+	var refs []engine.TraceRef
+	for i, day := range days {
+		dk := dks[i]
 		if dk == nil {
 			continue
 		}
 		ids, ok := dk.lookup(key, unknownKey)
-		if !ok { // a damaged index file: rebuild it from the directory
-			if dk, err = s.rebuildDayKeys(ctx, domain, day, nil, nil); err != nil {
+		if !ok { // a damaged section: rebuild it from the directory
+			if dk, _, err = s.rebuildDayKeys(ctx, domain, day, nil, nil); err != nil {
 				return nil, err
 			}
 			if ids, ok = dk.lookup(key, unknownKey); !ok {
 				return nil, fmt.Errorf("indexing the traces of %s/%s: the rebuilt index does not read back", domain, day)
 			}
+			dks[i], write = dk, true
 		}
 		for _, id := range ids {
 			refs = append(refs, engine.TraceRef{Domain: domain, Day: day, ID: id})
 		}
 	}
+	if loaded && !write { // days gone, or days the file does not hold yet
+		n := 0
+		for i, day := range days {
+			if dk := dks[i]; dk != nil && dk.trusted {
+				n++
+				if file[day] == nil {
+					write = true
+				}
+			}
+		}
+		write = write || len(file) != n
+	}
+	if write {
+		s.writeTraceIndex(domain, days, dks) // best effort: it is a cache
+	}
 	slices.SortFunc(refs, func(a, b engine.TraceRef) int { return strings.Compare(a.ID, b.ID) })
 	return refs, nil
 }
 
-// dayKeys returns the index of traces/<domain>/<day>, brought up to date;
-// nil when the directory is gone.
-func (s *Store) dayKeys(ctx context.Context, domain, day string) (*dayKeys, error) {
+// dayKeys returns the index of traces/<domain>/<day>, brought up to date
+// (nil when the directory is gone), and whether the domain's index file is
+// worth rewriting for it. load reads the index file (nil: none).
+func (s *Store) dayKeys(ctx context.Context, domain, day string, load func() map[string]*dayKeys) (*dayKeys, bool, error) {
 	dir := tracesDir + "/" + domain + "/" + day
 	start := s.now()
 	fi, err := os.Lstat(s.abs(dir))
 	if err != nil || !fi.IsDir() {
-		return nil, nil // gone since the listing (or not a directory: the listing reports it)
+		return nil, false, nil // gone since the listing (or not a directory: the listing reports it)
 	}
 	if v, ok := s.dayIdx.get(dir, idOf(fi), start); ok {
-		return v.(*dayKeys), nil
+		return v.(*dayKeys), false, nil
 	}
 	// What this process last knew of the day (a directory that changed
 	// too recently to trust is listed again, but its keys are known), else
@@ -208,10 +244,10 @@ func (s *Store) dayKeys(ctx context.Context, domain, day string) (*dayKeys, erro
 	s.idxMu.Unlock()
 	var old *dayKeys
 	if known == nil {
-		old = s.readDayKeys(traceKeysDir + "/" + domain + "/" + day)
+		old = load()[day]
 		if old != nil && old.trusted && old.id == fmt.Sprint(idOf(fi)) {
 			s.dayIdx.put(dir, idOf(fi), old, start)
-			return old, nil
+			return old, false, nil
 		}
 		if old != nil {
 			known, _ = parseLines(old.lines)
@@ -220,20 +256,20 @@ func (s *Store) dayKeys(ctx context.Context, domain, day string) (*dayKeys, erro
 	return s.rebuildDayKeys(ctx, domain, day, known, old)
 }
 
-// rebuildDayKeys lists the day directory, learns the keys of the traces
-// known does not hold, and writes the index when it learned something by
-// reading files or the directory became old enough to trust (old: the
-// index file as read, if it was).
-func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known map[string]string, old *dayKeys) (*dayKeys, error) {
+// rebuildDayKeys lists the day directory and learns the keys of the traces
+// known does not hold; true when that is worth a rewrite of the index file:
+// keys learned by reading files, traces gone, or the directory became old
+// enough to trust (old: the index file's section, if it was read).
+func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known map[string]string, old *dayKeys) (*dayKeys, bool, error) {
 	dir := tracesDir + "/" + domain + "/" + day
 	start := s.now()
 	fi, err := os.Lstat(s.abs(dir))
 	if err != nil || !fi.IsDir() {
-		return &dayKeys{}, nil
+		return &dayKeys{}, false, nil
 	}
 	ents, err := s.listDirIn(ctx, dir, false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	keys := make(map[string]string, len(ents))
 	kept := 0 // keys taken from known
@@ -260,20 +296,16 @@ func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known ma
 		return nil
 	})
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for i, id := range learn {
 		keys[id] = found[i]
 	}
 	dk := &dayKeys{id: fmt.Sprint(idOf(fi)), trusted: trusted(fi, start), lines: formatLines(keys), known: keys}
-	// Rewrite the file when that saves a later process work: keys learned
-	// by reading traces, traces gone, or a listing it can now trust. Keys
-	// of this process's own saves alone are not worth a write per save (a
-	// later process learns them from one line of each file).
+	// Keys of this process's own saves alone are not worth a write per
+	// save (a later process learns them from one line of each file).
 	gone := old != nil && kept < len(known)
-	if len(learn) > 0 || gone || dk.trusted && (old == nil || !old.trusted || old.id != dk.id) {
-		s.writeDayKeys(traceKeysDir+"/"+domain+"/"+day, dk) // best effort: it is a cache
-	}
+	worth := len(learn) > 0 || gone || dk.trusted && (old == nil || !old.trusted || old.id != dk.id)
 	s.idxMu.Lock()
 	if s.dayLast == nil || len(s.dayLast) >= maxDirEntries {
 		s.dayLast = map[string]*dayKeys{}
@@ -283,7 +315,7 @@ func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known ma
 	if dk.trusted {
 		s.dayIdx.put(dir, idOf(fi), dk, start)
 	}
-	return dk, nil
+	return dk, worth, nil
 }
 
 // noteSaved remembers the intent key of a trace this store just wrote, so
@@ -353,23 +385,62 @@ func intentKeyLine(data []byte) (string, bool) {
 	return string(val), true
 }
 
-// readDayKeys reads an index file; nil when it is missing or not one.
-// Its lines are checked when they are used (lookup).
-func (s *Store) readDayKeys(rel string) *dayKeys {
-	data, _, err := s.readFile(rel, 64<<20)
+// readTraceIndex reads a domain's index file: its sections by day; nil
+// when it is missing or not one (a bad header or day line: it is rebuilt).
+// The lines of a section are checked when they are used (lookup).
+func (s *Store) readTraceIndex(domain string) map[string]*dayKeys {
+	data, _, err := s.readFile(traceIndexDir+"/"+domain, 256<<20)
 	if err != nil {
 		return nil
 	}
-	rest, ok := bytes.CutPrefix(data, []byte(traceKeysHeader))
+	rest, ok := bytes.CutPrefix(data, []byte(traceIndexHeader))
 	if !ok {
 		return nil
 	}
-	line, rest, _ := bytes.Cut(rest, []byte("\n"))
-	head, ok := bytes.CutPrefix(line, []byte("dir "))
-	if !ok || len(head) < 2 || head[1] != ' ' {
-		return nil
+	days := map[string]*dayKeys{}
+	for len(rest) > 0 {
+		line, after, _ := bytes.Cut(rest, []byte("\n"))
+		head, ok := bytes.CutPrefix(line, []byte(traceIndexDayLine))
+		if !ok {
+			return nil
+		}
+		day, state, ok := bytes.Cut(head, []byte(" "))
+		if !ok || checkDay(string(day)) != nil || len(state) < 3 || state[1] != ' ' || days[string(day)] != nil {
+			return nil
+		}
+		end := bytes.Index(after, []byte("\n"+traceIndexDayLine))
+		if end < 0 {
+			end = len(after)
+		} else {
+			end++ // keep the section's last newline
+		}
+		days[string(day)] = &dayKeys{trusted: state[0] == '1', id: string(state[2:]), lines: after[:end:end]}
+		rest = after[end:]
 	}
-	return &dayKeys{trusted: head[0] == '1', id: string(head[2:]), lines: rest}
+	return days
+}
+
+// writeTraceIndex replaces a domain's index file with the trusted days of
+// dks (the index of each of days; untrusted ones are listed again by the
+// next process anyway).
+func (s *Store) writeTraceIndex(domain string, days []string, dks []*dayKeys) {
+	n := len(traceIndexHeader)
+	for _, dk := range dks {
+		if dk != nil {
+			n += 40 + len(dk.id) + len(dk.lines)
+		}
+	}
+	var b bytes.Buffer
+	b.Grow(n)
+	b.WriteString(traceIndexHeader)
+	for i, dk := range dks {
+		if dk == nil || !dk.trusted || dk.id == "" {
+			continue
+		}
+		b.WriteString(traceIndexDayLine + days[i] + " 1 " + dk.id + "\n")
+		b.Write(dk.lines)
+	}
+	s.writeCacheFile(traceIndexDir+"/"+domain, b.Bytes())
 }
 
 // formatLines writes the index lines of keys, sorted by id.
@@ -385,22 +456,6 @@ func formatLines(keys map[string]string) []byte {
 		b.WriteString(id + " " + keys[id] + "\n")
 	}
 	return b.Bytes()
-}
-
-// writeDayKeys replaces an index file (temporary file renamed into place;
-// no fsync: losing it costs a rebuild). Errors are ignored: a read-only
-// tree still answers, it reads more.
-func (s *Store) writeDayKeys(rel string, dk *dayKeys) {
-	var b bytes.Buffer
-	b.Grow(len(traceKeysHeader) + 80 + len(dk.lines))
-	b.WriteString(traceKeysHeader)
-	flag := "0"
-	if dk.trusted {
-		flag = "1"
-	}
-	b.WriteString("dir " + flag + " " + dk.id + "\n")
-	b.Write(dk.lines)
-	s.writeCacheFile(rel, b.Bytes())
 }
 
 // cacheDirs creates dir under .pem-cache (and .pem-cache's .gitignore),

@@ -101,19 +101,31 @@ func TestIntentTraceRefs(t *testing.T) {
 	check(openLater(t, dir), "a new process after the delete")
 
 	// A damaged or foreign index file is rebuilt, never trusted.
-	idx, _ := filepath.Glob(filepath.Join(dir, ".pem-cache", "trace-keys", "example.com", "*"))
-	if len(idx) == 0 {
-		t.Fatal("no index file under .pem-cache/trace-keys/example.com")
-	}
+	idx := []string{filepath.Join(dir, ".pem-cache", "trace-index", "example.com")}
 	for _, p := range idx {
 		data, err := os.ReadFile(p)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("no index file for example.com: %v", err)
 		}
-		// Every line but the header names a real trace with its key.
+		// One file for the domain: a section per day directory, every line
+		// in it names a real trace with its key.
 		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		if !strings.HasPrefix(lines[0], "pem trace keys 1") || !strings.HasPrefix(lines[1], "dir ") {
+		if lines[0] != "pem trace index 2" || !strings.HasPrefix(lines[1], "day 2025-06-01 1 ") {
 			t.Fatalf("%s: unexpected header %q", p, lines[:2])
+		}
+		days := 0
+		for _, l := range lines[1:] {
+			if strings.HasPrefix(l, "day ") {
+				days++
+				continue
+			}
+			id, k, _ := strings.Cut(l, " ")
+			if !slices.Contains(byKey[k], id) {
+				t.Errorf("%s: the line %q names no trace of that key", p, l)
+			}
+		}
+		if days != 4 {
+			t.Errorf("%s: %d day sections, want 4 (the day directories)", p, days)
 		}
 		if err := os.WriteFile(p, append(data, "garbage line\n"...), 0o644); err != nil {
 			t.Fatal(err)
