@@ -183,11 +183,22 @@ var (
 // paths and commands stable. (Values that disagree across runs are volatile
 // whatever their kind: CachedAnswer and deep-learn decide that from the runs.)
 func AnswerFreshness(intent, value string) Freshness {
-	v := strings.TrimSpace(strings.ToLower(value))
-	if numberRe.MatchString(v) || dateRe.MatchString(v) || statusRe.MatchString(v) || volatileRe.MatchString(intent) {
+	if valueMemo.get(value, volatileValue) || volatileIntentMemo.get(intent, volatileRe.MatchString) {
 		return Volatile
 	}
 	return Stable
+}
+
+// The regular expressions' verdicts, remembered (memo.go): a warm query
+// grades the same answers and intents again and again.
+var (
+	valueMemo          = memo[bool]{max: 1 << 14}
+	volatileIntentMemo = memo[bool]{max: 1 << 14}
+)
+
+func volatileValue(value string) bool {
+	v := strings.TrimSpace(strings.ToLower(value))
+	return numberRe.MatchString(v) || dateRe.MatchString(v) || statusRe.MatchString(v)
 }
 
 // CachedAnswer derives the answer a recall serves from an entry's observed

@@ -131,21 +131,21 @@ func Tokens(s string) []string {
 // IntentScore measures how well a known intent matches a query intent: 1 for
 // the same key, otherwise the Jaccard overlap of their tokens (0 when none).
 func IntentScore(query, known string) float64 {
-	if IntentKey(query) == IntentKey(known) {
+	q, k := intentOf(query), intentOf(known) // memo.go: the same strings, query after query
+	if q.key == k.key {
 		return 1
 	}
-	a, b := Tokens(query), Tokens(known)
+	a, b := q.tokens, k.tokens
 	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
-	set := map[string]bool{}
-	for _, t := range a {
-		set[t] = true
-	}
 	inter := 0
 	for _, t := range b {
-		if set[t] {
-			inter++
+		for _, u := range a { // a handful of words: no map
+			if t == u {
+				inter++
+				break
+			}
 		}
 	}
 	return float64(inter) / float64(len(a)+len(b)-inter)
