@@ -328,7 +328,7 @@ func (e *Engine) observedAnswers(en *entry, r *Recall, p Policy) {
 	if len(obs) == 0 {
 		return
 	}
-	a, newest, why := cachedAnswer(en.intent, obs, en.evidence(), r.Revision, p)
+	a, newest, why := cachedAnswer(en.intent, obs, en.evidenceRead(), r.Revision, p)
 	before := r.Answers
 	r.Answers = withObserved(r.Answers, en.intent, a, newest)
 	demoted := a != nil && a.Demoted

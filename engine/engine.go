@@ -720,7 +720,18 @@ func evidenceCount(en *entry) int {
 	return n
 }
 
-// evidence is everything behind an entry's confidence: folded plus pending.
+// evidenceRead is evidence for a reader that never modifies it (recall,
+// cachedAnswer): with nothing pending, the folded evidence itself, without
+// a copy (an experience may be the store's shared value: readExperience).
+func (en *entry) evidenceRead() []Evidence {
+	if len(en.pending) == 0 && en.exp != nil {
+		return en.exp.Evidence[:len(en.exp.Evidence):len(en.exp.Evidence)]
+	}
+	return en.evidence()
+}
+
+// evidence is everything behind an entry's confidence: folded plus pending,
+// the caller's own slice.
 func (en *entry) evidence() []Evidence {
 	var ev []Evidence
 	if en.exp != nil {
@@ -745,7 +756,7 @@ func (en *entry) digest() *Digest {
 func (e *Engine) recall(en *entry, n NormalizedURL, match string, p Policy) *Recall {
 	r := emptyRecall(n.Domain)
 	r.Intent, r.IntentKey, r.Match = en.intent, en.key, match
-	ev := en.evidence()
+	ev := en.evidenceRead()
 	sc := ScoreOf(ev, en.digest(), e.now(), p)
 	r.SuccessCount, r.FailureCount = sc.Successes, sc.Failures-sc.NoFault
 	r.LessonCount, r.ConfirmedCount = sc.Lessons, sc.Confirmed
