@@ -2,9 +2,13 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +179,100 @@ func encodeLike(t *testing.T, cur []byte, v *engine.Experience) []byte {
 		t.Fatal(err)
 	}
 	return append([]byte(head), body...)
+}
+
+// Child process for TestOtherProcessSeen: writes example.com's "count open
+// issues" experience with PEM_HELPER_RUNS runs folded.
+func TestHelperExperience(t *testing.T) {
+	dir := os.Getenv("PEM_HELPER_XTREE")
+	if dir == "" {
+		return // not a child
+	}
+	n, _ := strconv.Atoi(os.Getenv("PEM_HELPER_RUNS"))
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	if _, err := s.PutExperience(context.Background(), issuesExperience(n)); err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+func issuesExperience(n int) *engine.Experience {
+	x := &engine.Experience{}
+	base := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	for i := range n {
+		tr := storetest.NewTrace("example.com", "count open issues", base.Add(time.Duration(i)*time.Hour), int64(500+i))
+		tr.Outcome, tr.FailureCategory = engine.Success, ""
+		x.Fold(tr)
+	}
+	return x
+}
+
+// TestOtherProcessSeen: a warm engine (every cache filled and trusted) and
+// a new Store (the decoded cache and the index file on disk) see at their
+// next query what another process wrote: a consolidation's new experience
+// file, then saved runs (traces and a facts patch).
+func TestOtherProcessSeen(t *testing.T) {
+	ctx := context.Background()
+	dir := initTree(t)
+	s := openLater(t, dir)
+	if _, err := s.PutExperience(ctx, issuesExperience(3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutFacts(ctx, storetest.NewFacts("example.com", "count open issues")); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2025, 6, 3, 0, 0, 0, 0, time.UTC)
+	e := engine.New(s)
+	e.Now = func() time.Time { return now }
+	const u = "https://example.com/pemdev/pem/issues"
+	runs := func(e *engine.Engine, what string) (int, []string) {
+		t.Helper()
+		r, err := e.Query(ctx, u, "count open issues")
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return r.SuccessCount + r.FailureCount, r.InteractionHints
+	}
+	fresh := func() *engine.Engine {
+		e := engine.New(openLater(t, dir))
+		e.Now = func() time.Time { return now }
+		return e
+	}
+	for _, q := range []*engine.Engine{e, e, fresh(), fresh()} { // warm, and the caches on disk written
+		if n, _ := runs(q, "before"); n != 3 {
+			t.Fatalf("before: %d runs, want 3", n)
+		}
+	}
+	if _, err := os.Stat(decodedFile(dir, "example.com", engine.IntentKey("count open issues"))); err != nil {
+		t.Fatalf("no decoded cache file after the queries: %v", err)
+	}
+	child := func(cmd *exec.Cmd) {
+		t.Helper()
+		if out, err := cmd.Output(); err != nil {
+			t.Fatalf("child process: %v\n%s", err, out)
+		}
+	}
+	xcmd := exec.Command(os.Args[0], "-test.run=^TestHelperExperience$", "-test.count=1")
+	xcmd.Env = append(os.Environ(), "PEM_HELPER_XTREE="+dir, "PEM_HELPER_RUNS=5")
+	xcmd.Stderr = os.Stderr
+	child(xcmd)
+	if n, _ := runs(e, "warm, after another process's new experience"); n != 5 {
+		t.Errorf("warm engine after another process wrote the experience: %d runs, want 5", n)
+	}
+	if n, _ := runs(fresh(), "new store, after another process's new experience"); n != 5 {
+		t.Errorf("new store after another process wrote the experience: %d runs, want 5 (a stale decoded cache?)", n)
+	}
+	child(helperCmd(t, dir, 2, "other")) // two saves: traces and a facts patch
+	n, hints := runs(e, "warm, after another process's saves")
+	if n != 7 || !slices.Contains(hints, "hint other-1") {
+		t.Errorf("warm engine after another process saved twice: %d runs, hints %q; want 7 and hint other-1", n, hints)
+	}
+	if n, _ := runs(fresh(), "new store, after another process's saves"); n != 7 {
+		t.Errorf("new store after another process saved twice: %d runs, want 7 (a stale trace index?)", n)
+	}
 }
