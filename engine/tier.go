@@ -45,26 +45,40 @@ func DecideTier(b TierBasis, p Policy) (Tier, []string) {
 	}
 	type cond tierCond
 	c := sc.Confidence
+	// Each condition's reason lines are formatted only when a tier's
+	// reasons use them (a query decides a tier for every related route).
 	conf := func(t Tier, min float64) tierCond {
 		return tierCond{c >= min,
-			fmt.Sprintf("confidence %.2f ≥ %.2f (%d %s, %d %s)", c, min, sc.Successes, plural(sc.Successes, "success", "successes"), sc.Failures, plural(sc.Failures, "failure", "failures")),
-			fmt.Sprintf("%s needs confidence ≥ %.2f; %.2f so far (%d %s, %d %s)", t, min, c, sc.Successes, plural(sc.Successes, "success", "successes"), sc.Failures, plural(sc.Failures, "failure", "failures"))}
+			func() string {
+				return fmt.Sprintf("confidence %.2f ≥ %.2f (%d %s, %d %s)", c, min, sc.Successes, plural(sc.Successes, "success", "successes"), sc.Failures, plural(sc.Failures, "failure", "failures"))
+			},
+			func() string {
+				return fmt.Sprintf("%s needs confidence ≥ %.2f; %.2f so far (%d %s, %d %s)", t, min, c, sc.Successes, plural(sc.Successes, "success", "successes"), sc.Failures, plural(sc.Failures, "failure", "failures"))
+			}}
 	}
 	p2 := []tierCond{
 		conf(P2, p.P2),
 		{sc.Sessions >= p.P2Sessions,
-			fmt.Sprintf("successes from %d %s (P2 needs %d)", sc.Sessions, plural(sc.Sessions, "session", "sessions"), p.P2Sessions),
-			fmt.Sprintf("P2 needs successes from %d sessions; %d so far", p.P2Sessions, sc.Sessions)},
-		{!sc.WrongHolds(b.Revision), "no open wrong verdict",
-			fmt.Sprintf("P2 needs no open wrong verdict; run %s was judged wrong (a newer run judged right, or a new route, lifts it)", sc.OpenWrong)},
+			func() string {
+				return fmt.Sprintf("successes from %d %s (P2 needs %d)", sc.Sessions, plural(sc.Sessions, "session", "sessions"), p.P2Sessions)
+			},
+			func() string {
+				return fmt.Sprintf("P2 needs successes from %d sessions; %d so far", p.P2Sessions, sc.Sessions)
+			}},
+		{!sc.WrongHolds(b.Revision), text("no open wrong verdict"),
+			func() string {
+				return fmt.Sprintf("P2 needs no open wrong verdict; run %s was judged wrong (a newer run judged right, or a new route, lifts it)", sc.OpenWrong)
+			}},
 		matchCond(b),
 		patternCond(b),
 	}
 	p1 := []tierCond{
 		conf(P1, p.P1),
-		{b.Status == Verified, "status verified", fmt.Sprintf("P1 needs status verified; status is %s", orDash(string(b.Status)))},
-		{!b.OpenBlocker && sc.OpenGate == "", "no open blocker", openBlockerLack(b)},
-		{b.Unbound == "", "every route parameter bound", fmt.Sprintf("P1 needs every route parameter bound; this run cannot bind %s", b.Unbound)},
+		{b.Status == Verified, text("status verified"), func() string { return fmt.Sprintf("P1 needs status verified; status is %s", orDash(string(b.Status))) }},
+		{!b.OpenBlocker && sc.OpenGate == "", text("no open blocker"), func() string { return openBlockerLack(b) }},
+		{b.Unbound == "", text("every route parameter bound"), func() string {
+			return fmt.Sprintf("P1 needs every route parameter bound; this run cannot bind %s", b.Unbound)
+		}},
 	}
 	all := func(cs []tierCond) bool {
 		for _, x := range cs {
@@ -78,7 +92,7 @@ func DecideTier(b TierBasis, p Policy) (Tier, []string) {
 		var out []string
 		for _, x := range cs {
 			if !x.ok {
-				out = append(out, x.lack)
+				out = append(out, x.lack())
 			}
 		}
 		return out
@@ -86,7 +100,7 @@ func DecideTier(b TierBasis, p Policy) (Tier, []string) {
 	held := func(t Tier, cs []tierCond) string {
 		var hs []string
 		for _, x := range cs {
-			hs = append(hs, x.held)
+			hs = append(hs, x.held())
 		}
 		return string(t) + ": " + strings.Join(hs, "; ")
 	}
@@ -97,9 +111,9 @@ func DecideTier(b TierBasis, p Policy) (Tier, []string) {
 	case all(p2):
 		return P2, append([]string{held(P2, p2)}, lacks(p1)...)
 	case p3.ok:
-		return P3, append([]string{"P3: " + p3.held}, lacks(p2)...)
+		return P3, append([]string{"P3: " + p3.held()}, lacks(p2)...)
 	default:
-		return P4, []string{fmt.Sprintf("P4: confidence %.2f below %.2f: advisory only", c, p.P3), p3.lack}
+		return P4, []string{fmt.Sprintf("P4: confidence %.2f below %.2f: advisory only", c, p.P3), p3.lack()}
 	}
 }
 
@@ -107,17 +121,22 @@ func DecideTier(b TierBasis, p Policy) (Tier, []string) {
 // when it does (held) and when it does not (lack).
 type tierCond struct {
 	ok         bool
-	held, lack string
+	held, lack func() string
 }
+
+// text is a reason line that needs no formatting.
+func text(s string) func() string { return func() string { return s } }
 
 func matchCond(b TierBasis) tierCond {
 	switch b.Match {
 	case MatchOverlap:
-		return tierCond{false, "", fmt.Sprintf("P2 needs the exact intent; matched %q by word overlap (another task's route is a hint, never replayed)", b.MatchedIntent)}
+		return tierCond{false, text(""), func() string {
+			return fmt.Sprintf("P2 needs the exact intent; matched %q by word overlap (another task's route is a hint, never replayed)", b.MatchedIntent)
+		}}
 	case MatchURL:
-		return tierCond{false, "", "P2 needs an intent; none given, matched by URL pattern only"}
+		return tierCond{false, text(""), text("P2 needs an intent; none given, matched by URL pattern only")}
 	}
-	return tierCond{true, "exact intent", ""}
+	return tierCond{true, text("exact intent"), text("")}
 }
 
 func patternCond(b TierBasis) tierCond {
@@ -126,9 +145,11 @@ func patternCond(b TierBasis) tierCond {
 		if b.QueryPattern == "" {
 			held = "no URL to check the page type against"
 		}
-		return tierCond{true, held, ""}
+		return tierCond{true, text(held), text("")}
 	}
-	return tierCond{false, "", fmt.Sprintf("P2 needs the URL on a page type the entry was learned on; %s matches none of %s", b.QueryPattern, strings.Join(b.Patterns, " "))}
+	return tierCond{false, text(""), func() string {
+		return fmt.Sprintf("P2 needs the URL on a page type the entry was learned on; %s matches none of %s", b.QueryPattern, strings.Join(b.Patterns, " "))
+	}}
 }
 
 func openBlockerLack(b TierBasis) string {
