@@ -204,7 +204,7 @@ func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engi
 	if loaded && !write { // days gone, or days the file does not hold yet
 		n := 0
 		for i, day := range days {
-			if dk := dks[i]; dk != nil && dk.trusted {
+			if dk := dks[i]; dk != nil && dk.id != "" {
 				n++
 				if file[day] == nil {
 					write = true
@@ -420,9 +420,10 @@ func (s *Store) readTraceIndex(domain string) map[string]*dayKeys {
 	return days
 }
 
-// writeTraceIndex replaces a domain's index file with the trusted days of
-// dks (the index of each of days; untrusted ones are listed again by the
-// next process anyway).
+// writeTraceIndex replaces a domain's index file with dks, the index of
+// each of days. A day listed too recently to trust is written too, marked
+// so: the next process lists it again, but knows the keys of the traces it
+// names (an id keeps its key) and reads only the others.
 func (s *Store) writeTraceIndex(domain string, days []string, dks []*dayKeys) {
 	n := len(traceIndexHeader)
 	for _, dk := range dks {
@@ -434,10 +435,14 @@ func (s *Store) writeTraceIndex(domain string, days []string, dks []*dayKeys) {
 	b.Grow(n)
 	b.WriteString(traceIndexHeader)
 	for i, dk := range dks {
-		if dk == nil || !dk.trusted || dk.id == "" {
+		if dk == nil || dk.id == "" {
 			continue
 		}
-		b.WriteString(traceIndexDayLine + days[i] + " 1 " + dk.id + "\n")
+		flag := " 0 "
+		if dk.trusted {
+			flag = " 1 "
+		}
+		b.WriteString(traceIndexDayLine + days[i] + flag + dk.id + "\n")
 		b.Write(dk.lines)
 	}
 	s.writeCacheFile(traceIndexDir+"/"+domain, b.Bytes())

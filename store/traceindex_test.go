@@ -299,3 +299,46 @@ func TestSaveReportsWhatQueryAnswers(t *testing.T) {
 		}
 	}
 }
+
+// A day listed too recently to trust is kept in the index file, marked so:
+// the next process lists the day again but reads only the traces the
+// index does not name (here: another intent's trace, damaged in place, is
+// not read again — read, it would be listed for every intent).
+func TestTraceIndexKeepsUntrustedDays(t *testing.T) {
+	ctx := context.Background()
+	s := newTree(t) // the real clock: what it writes now is within the racy window
+	dir := s.Root()
+	byKey := putTraces(t, s, "example.com", []string{"find the price", "read the news"}, 1)
+	open := func() *store.Store {
+		t.Helper()
+		st, err := store.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	if _, err := open().IntentTraceRefs(ctx, "example.com", "find-the-price"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ".pem-cache", "trace-index", "example.com"))
+	if err != nil {
+		t.Fatalf("no index file after a listing that read traces: %v", err)
+	}
+	if !strings.Contains(string(data), "\nday 2025-06-01 0 ") {
+		t.Fatalf("the recently changed day is not in the index file, marked untrusted:\n%s", data)
+	}
+	news := byKey["read-the-news"][0]
+	p := filepath.Join(dir, "traces", "example.com", "2025-06-01", news+".yaml")
+	if err := os.WriteFile(p, []byte("not: [yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := open().IntentTraceRefs(ctx, "example.com", "find-the-price")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(refs); !slices.Equal(got, byKey["find-the-price"]) {
+		t.Errorf("IntentTraceRefs = %v, want %v: the untrusted day's known keys were not used", got, byKey["find-the-price"])
+	}
+	_ = os.Remove(p) // so newTree's Check passes
+}
