@@ -34,9 +34,11 @@ import (
 // the identity is old enough to show any later change (racyWindow), so a
 // rename (a new inode), an edit in place (mtime, ctime, size) or a
 // checkout is seen; the decoded value is checked again for its format,
-// domain and key. It is written only after a YAML decode that succeeded
-// and is trusted, as a whole file renamed into place (no fsync: losing it
-// costs one YAML decode). A missing, stale or unreadable cache file is
+// domain and key. It is written only by the query path (ExperienceShared;
+// Experience, a writer's copy, reads it but never writes it: a
+// consolidation or deep-learn reads every entry and rewrites many), after a
+// YAML decode that succeeded and is trusted, as a whole file renamed into
+// place (no fsync: losing it costs one YAML decode). A missing, stale or unreadable cache file is
 // rebuilt by the next read; one for an entry that is gone stays until
 // .pem-cache is removed (it is never read: no YAML file has its identity).
 const (

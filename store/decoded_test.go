@@ -46,9 +46,11 @@ func TestDecodedCache(t *testing.T) {
 	}
 	yamlPath := filepath.Join(dir, filepath.FromSlash(store.ExperiencePath("example.com", key)))
 	cache := decodedFile(dir, "example.com", key)
+	// read is a query's read in a new process (ExperienceShared: it fills
+	// the cache); Experience, a copy for a writer, only reads the cache.
 	read := func(what string) *engine.Experience {
 		t.Helper()
-		got, err := openLater(t, dir).Experience(ctx, "example.com", key)
+		got, err := openLater(t, dir).ExperienceShared(ctx, "example.com", key)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
@@ -74,6 +76,12 @@ func TestDecodedCache(t *testing.T) {
 	if _, err := os.Stat(cache); err == nil {
 		t.Fatalf("a decoded cache file was written for a file changed within the racy window")
 	}
+	if _, err := openLater(t, dir).Experience(ctx, "example.com", key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cache); err == nil {
+		t.Fatalf("Experience (a writer's copy) wrote a decoded cache file: only the query path fills it")
+	}
 	if got := read("first trusted read"); !reflect.DeepEqual(got, want()) {
 		t.Fatalf("first read differs from the YAML")
 	}
@@ -98,6 +106,9 @@ func TestDecodedCache(t *testing.T) {
 	}
 	if got := read("swapped cache"); len(got.Evidence) != len(other.Evidence) || len(other.Evidence) == len(x.Evidence) {
 		t.Fatalf("the decoded cache was not used: %d evidence items, want the cache's %d (the YAML has %d)", len(got.Evidence), len(other.Evidence), len(x.Evidence))
+	}
+	if got, err := openLater(t, dir).Experience(ctx, "example.com", key); err != nil || len(got.Evidence) != len(other.Evidence) {
+		t.Fatalf("Experience did not read the decoded cache: %v, %d evidence items", err, len(got.Evidence))
 	}
 	if err := os.WriteFile(cache, good, 0o644); err != nil {
 		t.Fatal(err)

@@ -160,6 +160,14 @@ func corrupt(rel string, err error) error {
 // so a bad file costs one decode until it changes. The value returned is the
 // cached one: callers copy it before handing it out.
 func (s *Store) load(ctx context.Context, c *lru, rel, kind string, immutable bool, decode func([]byte) (any, error)) (any, error) {
+	return s.loadFill(ctx, c, rel, kind, immutable, false, decode)
+}
+
+// loadFill is load; with fill, a YAML decode of a kind the decoded cache
+// keeps also writes it (decoded.go). Only the query path fills: a
+// consolidation or a deep-learn reads every entry once and then rewrites
+// many of them, so its cache files would cost writes and be stale at once.
+func (s *Store) loadFill(ctx context.Context, c *lru, rel, kind string, immutable, fill bool, decode func([]byte) (any, error)) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -221,7 +229,7 @@ func (s *Store) load(ctx context.Context, c *lru, rel, kind string, immutable bo
 	}
 	if immutable || trusted(fi, start) {
 		c.put(rel, idOf(fi), v, start)
-		if decodable[kind] != nil {
+		if fill && decodable[kind] != nil {
 			s.writeDecoded(rel, kind, idOf(fi), v)
 		}
 	}
@@ -446,7 +454,7 @@ func (s *Store) FactsKeys(ctx context.Context, domain string) ([]string, error) 
 
 // Experience reads experience/<domain>/<key>.yaml.
 func (s *Store) Experience(ctx context.Context, domain, key string) (*engine.Experience, error) {
-	x, err := s.ExperienceShared(ctx, domain, key)
+	x, err := s.experience(ctx, domain, key, false)
 	if err != nil {
 		return nil, err
 	}
@@ -457,13 +465,19 @@ func (s *Store) Experience(ctx context.Context, domain, key string) (*engine.Exp
 // the value is the cache's own, never modified by the store (a change on
 // disk decodes a new one), and must never be modified by the caller.
 func (s *Store) ExperienceShared(ctx context.Context, domain, key string) (*engine.Experience, error) {
+	return s.experience(ctx, domain, key, true)
+}
+
+// experience reads an experience record; fill: see loadFill (the query
+// path, ExperienceShared, fills the decoded cache; Experience only reads it).
+func (s *Store) experience(ctx context.Context, domain, key string, fill bool) (*engine.Experience, error) {
 	if err := checkDomain(domain); err != nil {
 		return nil, err
 	}
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	v, err := s.load(ctx, s.records, ExperiencePath(domain, key), KindExperience, false, experienceDecoder(domain, key))
+	v, err := s.loadFill(ctx, s.records, ExperiencePath(domain, key), KindExperience, false, fill, experienceDecoder(domain, key))
 	if err != nil {
 		return nil, err
 	}
