@@ -87,7 +87,7 @@ func shortcut(route []engine.Step, skippable func(s engine.Step, on string) bool
 	if first <= 0 {
 		return route
 	}
-	jump, lastMove := -1, -1
+	jump := -1
 	for i := 0; i < first; i++ {
 		s := route[i]
 		if s.Action == "scroll" || s.Action == "wait" {
@@ -100,7 +100,6 @@ func shortcut(route []engine.Step, skippable func(s engine.Step, on string) bool
 		if s.Action != "navigate" && s.Action != "click" || !skippable(s, on) {
 			break
 		}
-		lastMove = i
 		if stableURL(s.URL) {
 			jump = i
 		}
@@ -109,7 +108,7 @@ func shortcut(route []engine.Step, skippable func(s engine.Step, on string) bool
 		return route
 	}
 	target := route[jump].URL
-	if jump == lastMove && route[first].URL != "" {
+	if onlyWaits(route[jump+1:first]) && route[first].URL != "" {
 		// The page the answer is read on, where redirects ended.
 		if !stableURL(route[first].URL) {
 			return route
@@ -125,6 +124,16 @@ func shortcut(route []engine.Step, skippable func(s engine.Step, on string) bool
 		out[i].Seq = i + 1
 	}
 	return out
+}
+
+// onlyWaits reports whether steps stay on one page (scroll and wait only).
+func onlyWaits(steps []engine.Step) bool {
+	for _, s := range steps {
+		if s.Action != "scroll" && s.Action != "wait" {
+			return false
+		}
+	}
+	return true
 }
 
 // stableURL reports whether u is a page with no per-item part.

@@ -728,6 +728,8 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 			st.Result = capText(tr.ExtractedContent, 1000)
 			r.corpus = append(r.corpus, tr.ExtractedContent)
 		}
+	case "wait":
+		st.Result = capText(tr.ExtractedContent, 200) // how long, and for what (replayWait)
 	}
 	switch a.Tool {
 	case "click":

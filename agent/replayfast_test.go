@@ -1,0 +1,126 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pemdev/pem/agent"
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store/storetest"
+)
+
+// What a P1 replay waits for, in real Chromium: a replayed wait ends when
+// the answer has replaced a placeholder (and only then), and the replay
+// goes straight to the last page the route reached through links.
+
+// lateCount serves a home page linking to /count, where the count appears
+// 300 ms after the load in place of placeholder; hits counts the requests
+// of each path.
+func lateCount(placeholder string, hits map[string]*atomic.Int32) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := hits[r.URL.Path]; c != nil {
+			c.Add(1)
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		body := ""
+		switch r.URL.Path {
+		case "/":
+			body = `<h1>Project</h1><p><a id="count-link" href="/count">Contributors</a></p>`
+		case "/count":
+			body = `<h1>Contributors</h1><dl><dt>Contributors</dt><dd id="n">` + placeholder + `</dd></dl>
+<script>setTimeout(function () { document.getElementById("n").textContent = "58" }, 300)</script>`
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "<!doctype html><html><head><title>Project</title></head><body><main>%s</main></body></html>", body)
+	})
+}
+
+// p1Engine is a memory whose entry for intent is verified with route, with
+// enough successful evidence from two sessions to replay at P1.
+func p1Engine(t *testing.T, base, intent string, route []engine.Step) (*engine.Engine, *storetest.MemStore) {
+	t.Helper()
+	ctx := context.Background()
+	st := storetest.NewMemStore()
+	c := engine.DefaultConfig()
+	c.Policy.FirstSuccessConfidence, c.Policy.P2Sessions = 0.65, 1
+	st.SetConfig(c)
+	eng := &engine.Engine{Store: st, Writer: "test"}
+	for i := 0; i < 6; i++ {
+		in := &engine.TraceInput{Steps: []engine.StepInput{{Action: "navigate", URL: base + "/"}}}
+		if _, err := eng.Save(ctx, engine.SaveRequest{URL: base + "/", Trace: in, Intent: intent, Session: fmt.Sprintf("s%d", i%2)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &engine.Facts{Format: engine.Format, Domain: "127.0.0.1", Intent: intent, IntentKey: engine.IntentKey(intent),
+		Status: engine.Verified, URLPatterns: []string{"/"}, Steps: route}
+	if _, err := st.PutFacts(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	return eng, st
+}
+
+func TestP1ReplayedWaitEndsWhenTheAnswerReplacesThePlaceholder(t *testing.T) {
+	const task = "How many contributors does the project have?"
+	for _, c := range []struct {
+		name, placeholder string
+		early             bool // the wait may end before its full time
+	}{
+		{"text placeholder", "Loading…", true},
+		// "0" is a number too: the replay cannot tell it from the answer,
+		// so it waits the full time and reads 58, never 0.
+		{"number placeholder", "0", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hits := map[string]*atomic.Int32{"/": {}, "/count": {}}
+			srv := httptest.NewServer(lateCount(c.placeholder, hits))
+			t.Cleanup(srv.Close)
+			route := []engine.Step{
+				{Seq: 1, Action: "navigate", URL: srv.URL + "/", OK: true},
+				{Seq: 2, Action: "click", Selector: "#count-link", URL: srv.URL + "/count", OK: true,
+					Target: &engine.Fingerprint{Tag: "a", Role: "link", Name: "Contributors"}},
+				{Seq: 3, Action: "wait", URL: srv.URL + "/count", OK: true},
+				{Seq: 4, Action: "extract", Value: "Contributors", URL: srv.URL + "/count", OK: true, Result: "41"},
+			}
+			eng, st := p1Engine(t, srv.URL, task, route)
+			page, err := browser.NewPage(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { page.Close() })
+			res, err := agent.Run(t.Context(), agent.RunConfig{Engine: eng, Page: page, Task: task, StartURL: srv.URL + "/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := strings.Join(res.ActionLog, "\n")
+			if res.Tier != engine.P1 || res.PlannerCalls != 0 || res.HandedOver || !res.Success || res.Answer != "58" {
+				t.Fatalf("tier %s planner calls %d handed over %v success %v answer %q\n%s", res.Tier, res.PlannerCalls, res.HandedOver, res.Success, res.Answer, log)
+			}
+			// Straight to the answer page: the link on the home page is not
+			// followed, and the home page is not loaded.
+			if res.Clicks != 0 || hits["/"].Load() != 0 || hits["/count"].Load() != 1 {
+				t.Fatalf("clicks %d, requests / %d, /count %d: want 0, 0, 1\n%s", res.Clicks, hits["/"].Load(), hits["/count"].Load(), log)
+			}
+			trs := st.Traces()
+			tr := trs[len(trs)-1]
+			var wait *engine.Step
+			for i := range tr.Steps {
+				if tr.Steps[i].Action == "wait" {
+					wait = &tr.Steps[i]
+				}
+			}
+			if wait == nil || !wait.OK {
+				t.Fatalf("no successful wait step in the trace: %+v", tr.Steps)
+			}
+			if got := strings.Contains(wait.Result, "until the answer appeared"); got != c.early {
+				t.Fatalf("wait step %q: ended early %v, want %v", wait.Result, got, c.early)
+			}
+		})
+	}
+}
