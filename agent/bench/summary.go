@@ -242,6 +242,7 @@ func Summary(runs []Run, info Info) (md, csvData []byte) {
 			harm = append(harm, r)
 		}
 	}
+	writeTimeByRound(&mb, runs)
 	fmt.Fprintf(&mb, "\n## Harm (%d)\n\n", len(harm))
 	if len(harm) == 0 {
 		mb.WriteString("None: memory-on got no task wrong that memory-off got right in the same round.\n")
@@ -340,5 +341,42 @@ func WriteRounds(w io.Writer, runs []Run) {
 		p := r.Phases
 		fmt.Fprintf(w, "%-5d %-18s %8.2f %6.2f | %6.2f %5.2f %6.2f %7.2f %7.2f %7.2f %6.2f %6.2f %6.2f %6.2f | %7.2f\n", r.Round, tierMix(r.Tiers), r.Seconds, r.Ratio,
 			p.Query, p.Open, p.Checks, p.Actions, p.Landing, p.Observe, p.Plan, p.Answer, p.Finish, p.Other, p.Deposit)
+	}
+}
+
+// writeTimeByRound writes summary.md's time table: each round of the
+// memory-on arm against its cold first round and against the memory-off
+// runs of the same round (cold every round, under the same machine load),
+// with the tiers it used and where the time went.
+func writeTimeByRound(w io.Writer, runs []Run) {
+	var on, off []Run
+	for _, r := range runs {
+		if r.Memory == "off" {
+			off = append(off, r)
+		} else {
+			on = append(on, r)
+		}
+	}
+	offBy := map[int]float64{}
+	for _, r := range Rounds(off) {
+		offBy[r.Round] = r.Seconds
+	}
+	rs := Rounds(on)
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Time by round (memory on)\n\n"+
+		"Seconds are each run's wall time summed (the trace deposit and consolidation are not in it; deposit is shown beside). "+
+		"× round 1 compares with the cold first round, × off with the memory-off runs of the same round.\n\n")
+	fmt.Fprintf(w, "| round | tiers | seconds | × round 1 | × off | query | checks | actions | landing | observe | plan | answer | finish | other | deposit |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		p := r.Phases
+		vsOff := "—"
+		if o := offBy[r.Round]; o > 0 {
+			vsOff = fmt.Sprintf("%.2f", ratio(r.Seconds, o))
+		}
+		fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", r.Round, tierMix(r.Tiers), r.Seconds, r.Ratio, vsOff,
+			p.Query, p.Checks, p.Actions, p.Landing, p.Observe, p.Plan, p.Answer, p.Finish, p.Other, p.Deposit)
 	}
 }
