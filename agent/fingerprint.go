@@ -178,13 +178,16 @@ func (r *run) condition(ctx context.Context) *engine.SuccessCondition {
 func (r *run) underOf(ctx context.Context, selector, text string) string {
 	bs := r.endBlocks
 	if bs == nil {
-		rd, ok := r.page.(Reader)
-		if !ok {
-			return ""
-		}
-		var err error
-		if bs, err = rd.Blocks(ctx); err != nil {
-			return ""
+		if bs = r.blocksNow(); bs == nil {
+			rd, ok := r.page.(Reader)
+			if !ok {
+				return ""
+			}
+			var err error
+			if bs, err = rd.Blocks(ctx); err != nil {
+				return ""
+			}
+			r.lastBlocks, r.blocksAt = bs, len(r.steps)
 		}
 	}
 	for _, b := range bs {
@@ -240,4 +243,13 @@ func (r *run) lastRead() string {
 		}
 	}
 	return ""
+}
+
+// blocksNow returns the blocks listed on the page since its last step, or
+// nil.
+func (r *run) blocksNow() []Block {
+	if r.lastBlocks != nil && r.blocksAt == len(r.steps) {
+		return r.lastBlocks
+	}
+	return nil
 }

@@ -333,11 +333,11 @@ func (r *run) check(ctx context.Context, s engine.Step, verify bool) (string, st
 			continue
 		}
 		seen[c] = true
-		vis, err := r.page.Exists(ctx, c)
+		vis, err := r.exists(ctx, s, c)
 		if errors.Is(err, ErrNoElement) && ctx.Err() == nil {
 			// A slow page is not a drifted one: give it a moment once.
 			if r.page.WaitFor(ctx, c, settleGrace) == nil {
-				vis, err = r.page.Exists(ctx, c)
+				vis, err = r.exists(ctx, s, c)
 			}
 		}
 		switch {
@@ -437,6 +437,29 @@ func (r *run) replayWait(ctx context.Context, next engine.Step) ToolResult {
 	}
 	r.record(Action{Tool: "wait"}, "", true, tr, d, KindOf(tr.Error))
 	return tr
+}
+
+// exists is Page.Exists for a replayed step's candidate selector c. For a
+// click or type whose target the route fingerprinted, on a page that can
+// describe an element, it describes the element instead — one round trip
+// that answers existence, visibility and the fingerprint the target check
+// and the step's record then reuse (run.described).
+func (r *run) exists(ctx context.Context, s engine.Step, c string) (bool, error) {
+	d, ok := r.page.(Describer)
+	if !ok || s.Target == nil || s.Action != "click" && s.Action != "type" {
+		return r.page.Exists(ctx, c)
+	}
+	e, found, err := d.Describe(ctx, c)
+	switch {
+	case err != nil:
+		return false, err
+	case !found:
+		return false, fmt.Errorf("exists %q: %w (on %s)", c, ErrNoElement, Scrub(r.page.URL(), r.cfg.Secrets))
+	}
+	fp := fingerprintOf(e)
+	fp.Name = Scrub(fp.Name, r.cfg.Secrets)
+	r.described = describedFP{ok: true, selector: c, steps: len(r.steps), fp: fp}
+	return e.Visible, nil
 }
 
 // bind returns the value a replayed type step types in this run.

@@ -42,9 +42,10 @@ func lateCount(placeholder string, hits map[string]*atomic.Int32) http.Handler {
 	})
 }
 
-// p1Engine is a memory whose entry for intent is verified with route, with
-// enough successful evidence from two sessions to replay at P1.
-func p1Engine(t *testing.T, base, intent string, route []engine.Step) (*engine.Engine, *storetest.MemStore) {
+// p1Engine is a memory whose entry for intent on base+path is verified
+// with route, with enough successful evidence from two sessions to replay
+// at P1.
+func p1Engine(t *testing.T, base, path, intent string, route []engine.Step) (*engine.Engine, *storetest.MemStore) {
 	t.Helper()
 	ctx := context.Background()
 	st := storetest.NewMemStore()
@@ -53,13 +54,13 @@ func p1Engine(t *testing.T, base, intent string, route []engine.Step) (*engine.E
 	st.SetConfig(c)
 	eng := &engine.Engine{Store: st, Writer: "test"}
 	for i := 0; i < 6; i++ {
-		in := &engine.TraceInput{Steps: []engine.StepInput{{Action: "navigate", URL: base + "/"}}}
-		if _, err := eng.Save(ctx, engine.SaveRequest{URL: base + "/", Trace: in, Intent: intent, Session: fmt.Sprintf("s%d", i%2)}); err != nil {
+		in := &engine.TraceInput{Steps: []engine.StepInput{{Action: "navigate", URL: base + path}}}
+		if _, err := eng.Save(ctx, engine.SaveRequest{URL: base + path, Trace: in, Intent: intent, Session: fmt.Sprintf("s%d", i%2)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f := &engine.Facts{Format: engine.Format, Domain: "127.0.0.1", Intent: intent, IntentKey: engine.IntentKey(intent),
-		Status: engine.Verified, URLPatterns: []string{"/"}, Steps: route}
+		Status: engine.Verified, URLPatterns: []string{path}, Steps: route}
 	if _, err := st.PutFacts(ctx, f); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestP1ReplayedWaitEndsWhenTheAnswerReplacesThePlaceholder(t *testing.T) {
 				{Seq: 3, Action: "wait", URL: srv.URL + "/count", OK: true},
 				{Seq: 4, Action: "extract", Value: "Contributors", URL: srv.URL + "/count", OK: true, Result: "41"},
 			}
-			eng, st := p1Engine(t, srv.URL, task, route)
+			eng, st := p1Engine(t, srv.URL, "/", task, route)
 			page, err := browser.NewPage(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -122,5 +123,105 @@ func TestP1ReplayedWaitEndsWhenTheAnswerReplacesThePlaceholder(t *testing.T) {
 				t.Fatalf("wait step %q: ended early %v, want %v", wait.Result, got, c.early)
 			}
 		})
+	}
+}
+
+// countingPage is a real Chromium tab that counts the replay's element
+// checks.
+type countingPage struct {
+	agent.Page
+	exists, describes atomic.Int32
+}
+
+func (p *countingPage) Exists(ctx context.Context, sel string) (bool, error) {
+	p.exists.Add(1)
+	return p.Page.Exists(ctx, sel)
+}
+
+func (p *countingPage) Describe(ctx context.Context, sel string) (agent.Element, bool, error) {
+	p.describes.Add(1)
+	return p.Page.(agent.Describer).Describe(ctx, sel)
+}
+
+func (p *countingPage) Blocks(ctx context.Context) ([]agent.Block, error) {
+	return p.Page.(agent.Reader).Blocks(ctx)
+}
+
+func (p *countingPage) StatusCode(ctx context.Context) int { return p.Page.(agent.Reader).StatusCode(ctx) }
+
+// A replayed click checks its element once: one description answers
+// existence and the fingerprint, and the step's record reuses it; a
+// control that is no longer the recorded one still hands over.
+func TestP1ClickChecksItsTargetInOneLookup(t *testing.T) {
+	const task = "What is the status of the first order?"
+	var renamed atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		body := ""
+		switch r.URL.Path {
+		case "/orders":
+			name := "Order 7"
+			if renamed.Load() {
+				name = "Delete all orders"
+			}
+			body = `<h1>Orders</h1><p><a id="first" href="/orders/7">` + name + `</a></p><p><a href="/orders/6">Order 6</a></p>`
+		case "/orders/7":
+			body = `<h1>Order 7</h1><dl><dt>Status</dt><dd>shipped</dd></dl>`
+		case "/orders/6":
+			body = `<h1>Order 6</h1><dl><dt>Status</dt><dd>pending</dd></dl>`
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "<!doctype html><html><head><title>Shop</title></head><body><main>%s</main></body></html>", body)
+	}))
+	t.Cleanup(srv.Close)
+	route := []engine.Step{
+		{Seq: 1, Action: "navigate", URL: srv.URL + "/orders", OK: true},
+		{Seq: 2, Action: "click", Selector: "#first", URL: srv.URL + "/orders/7", OK: true,
+			Target: &engine.Fingerprint{Tag: "a", Role: "link", Name: "Order 7"}},
+		{Seq: 3, Action: "extract", Value: "Status", URL: srv.URL + "/orders/7", OK: true},
+	}
+	tab, err := browser.NewPage(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tab.Close() })
+	page := &countingPage{Page: tab}
+	run := func(eng *engine.Engine, p agent.Planner) *agent.RunResult {
+		t.Helper()
+		page.exists.Store(0)
+		page.describes.Store(0)
+		res, err := agent.Run(t.Context(), agent.RunConfig{Engine: eng, Page: page, Planner: p, Task: task, StartURL: srv.URL + "/orders"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	eng, st := p1Engine(t, srv.URL, "/orders", task, route)
+	res := run(eng, nil)
+	if res.Tier != engine.P1 || !res.Success || res.Answer != "shipped" || res.Clicks != 1 {
+		t.Fatalf("tier %s success %v answer %q clicks %d\n%s", res.Tier, res.Success, res.Answer, res.Clicks, strings.Join(res.ActionLog, "\n"))
+	}
+	if e, d := page.exists.Load(), page.describes.Load(); e != 0 || d != 1 {
+		t.Fatalf("the click's element was checked with %d Exists and %d Describe calls, want 0 and 1", e, d)
+	}
+	trs := st.Traces()
+	if got := trs[len(trs)-1].Steps[1].Target; got == nil || got.Name != "Order 7" {
+		t.Fatalf("the click's recorded target %+v, want the described link", got)
+	}
+
+	renamed.Store(true) // #first now finds another control: drift, and the planner takes over
+	eng, _ = p1Engine(t, srv.URL, "/orders", task, route)
+	res = run(eng, agent.NewExplore())
+	if res.Tier != engine.P1 || !res.HandedOver || res.PlannerCalls == 0 {
+		t.Fatalf("renamed control: tier %s handed over %v planner calls %d\n%s", res.Tier, res.HandedOver, res.PlannerCalls, strings.Join(res.ActionLog, "\n"))
+	}
+	drift := false
+	for _, f := range res.Recovered {
+		drift = drift || f.Category == engine.SelectorDrift
+	}
+	if !drift || page.exists.Load() != 0 {
+		t.Fatalf("recovered %+v (want selector drift), Exists calls %d\n%s", res.Recovered, page.exists.Load(), strings.Join(res.ActionLog, "\n"))
 	}
 }

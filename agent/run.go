@@ -183,6 +183,11 @@ type run struct {
 	landTarget *engine.Fingerprint
 	// endBlocks are the blocks of the page the answer was checked on.
 	endBlocks []Block
+	// lastBlocks were listed when the run had blocksAt steps (a replay's
+	// success condition check); the answer checks reuse them while no
+	// step has been taken since.
+	lastBlocks []Block
+	blocksAt   int
 
 	approval  engine.ApprovalPolicy // the tree's approval rules
 	approvals []engine.Approval     // decisions so far
@@ -329,7 +334,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 			r.logf("answer %q was not read on the page in this run: not a success", oneLine(res.Answer, 80))
 		}
 		if res.Success && r.page != nil {
-			src, blocks := sourceOf(ctx, r.page)
+			src, blocks := sourceOf(ctx, r.page, r.blocksNow())
 			r.endBlocks = blocks
 			if why := CheckAnswer(r.cfg.Task, r.cfg.StartURL, res.Answer, src); why != "" {
 				unverified = "unverified answer: " + why
