@@ -321,22 +321,29 @@ function (op, arg, limit) {
     }
     const since = () => (arg.fresh ? Math.max(st.last, t0) : st.last);
     return new Promise((resolve) => {
+      let done = false, timer = 0;
       const tick = () => {
+        if (done) return;
+        clearTimeout(timer);
         const now = performance.now();
         const complete = document.readyState === "complete";
         if (complete && !loaded) loaded = now;
         let wait = 0, left = cap - (now - t0);
         if (complete) left = Math.min(left, quietCap - (now - loaded));
         if (left <= 0) wait = -1;
-        else if (!complete) wait = 20;
+        else if (!complete) wait = left + 1; // the readystatechange listener wakes it at the load
         else if (now - since() < quiet) wait = quiet - (now - since()) + 1;
         if (wait <= 0) {
+          done = true;
+          document.removeEventListener("readystatechange", tick);
           if (mo) mo.disconnect();
           resolve(wait === 0);
           return;
         }
-        setTimeout(tick, Math.min(wait, left + 1));
+        timer = setTimeout(tick, Math.min(wait, left + 1));
       };
+      // Woken at the load itself rather than by polling for it.
+      document.addEventListener("readystatechange", tick);
       tick();
     });
   }
