@@ -3,7 +3,7 @@ package agent
 import "time"
 
 // Timings splits a run's wall time by what it waited for (pem bench and
-// pem demo print it; agent run --json reports it). Duration covers Query
+// pem demo print it by round; bench.Run.Phases has it per run). Duration covers Query
 // through Finish; Deposit comes after it and is not part of it. Other is
 // what none of the phases measured (recording, snapshots, scheduling).
 type Timings struct {
