@@ -147,7 +147,9 @@ func (p *countingPage) Blocks(ctx context.Context) ([]agent.Block, error) {
 	return p.Page.(agent.Reader).Blocks(ctx)
 }
 
-func (p *countingPage) StatusCode(ctx context.Context) int { return p.Page.(agent.Reader).StatusCode(ctx) }
+func (p *countingPage) StatusCode(ctx context.Context) int {
+	return p.Page.(agent.Reader).StatusCode(ctx)
+}
 
 // A replayed click checks its element once: one description answers
 // existence and the fingerprint, and the step's record reuses it; a
