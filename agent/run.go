@@ -977,13 +977,23 @@ type Job struct {
 	Err    error
 }
 
-// RunAll runs the jobs with at most parallel at once, each in its own page of
-// cfg.Browser (one browser, several tabs) with its own trace. It fills each
-// job's Result and Err and returns when all are done.
+// RunAll runs the jobs with at most parallel at once, each with its own
+// trace, in tabs of cfg.Browser (one browser, several tabs): a tab is
+// reused by the next job once its run has ended (its first navigation
+// always loads, so nothing of the previous run is trusted), so a task file
+// opens at most parallel tabs instead of one per task. A run that ended with
+// an error (cancelled, the browser failing) closes its tab. A job with its
+// own Page, or whose Browser differs from the first job's, runs as Run
+// would. It fills each job's Result and Err and returns when all are done.
 func RunAll(ctx context.Context, jobs []*Job, parallel int) {
 	if parallel < 1 {
 		parallel = 1
 	}
+	var pool tabPool
+	if len(jobs) > 0 {
+		pool.browser = jobs[0].Config.Browser
+	}
+	defer pool.close()
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for _, j := range jobs {
@@ -997,8 +1007,60 @@ func RunAll(ctx context.Context, jobs []*Job, parallel int) {
 				return
 			}
 			defer func() { <-sem }()
-			j.Result, j.Err = Run(ctx, j.Config)
+			cfg := j.Config
+			if cfg.Page != nil || cfg.Browser == nil || cfg.Browser != pool.browser {
+				j.Result, j.Err = Run(ctx, cfg)
+				return
+			}
+			page, err := pool.get(ctx)
+			if err != nil {
+				j.Err = fmt.Errorf("opening a browser page: %w", err)
+				return
+			}
+			cfg.Page = page
+			j.Result, j.Err = Run(ctx, cfg)
+			pool.put(page, j.Err == nil)
 		}()
 	}
 	wg.Wait()
+}
+
+// tabPool holds the idle tabs of RunAll's browser.
+type tabPool struct {
+	browser Browser
+	mu      sync.Mutex
+	idle    []Page
+}
+
+func (p *tabPool) get(ctx context.Context) (Page, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		pg := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return pg, nil
+	}
+	p.mu.Unlock()
+	return p.browser.NewPage(ctx)
+}
+
+// put returns a tab for the next job, or closes it when its run failed
+// to run (reuse false).
+func (p *tabPool) put(pg Page, reuse bool) {
+	if !reuse {
+		pg.Close()
+		return
+	}
+	p.mu.Lock()
+	p.idle = append(p.idle, pg)
+	p.mu.Unlock()
+}
+
+func (p *tabPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pg := range p.idle {
+		pg.Close()
+	}
+	p.idle = nil
 }
