@@ -227,3 +227,54 @@ func TestP1ClickChecksItsTargetInOneLookup(t *testing.T) {
 		t.Fatalf("recovered %+v (want selector drift), Exists calls %d\n%s", res.Recovered, page.exists.Load(), strings.Join(res.ActionLog, "\n"))
 	}
 }
+
+// countingBrowser counts the tabs a run opens and closes.
+type countingBrowser struct {
+	agent.Browser
+	opened, closed atomic.Int32
+}
+
+type closeCounted struct {
+	agent.Page
+	b *countingBrowser
+}
+
+func (p closeCounted) Close() error { p.b.closed.Add(1); return p.Page.Close() }
+
+func (b *countingBrowser) NewPage(ctx context.Context) (agent.Page, error) {
+	p, err := b.Browser.NewPage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.opened.Add(1)
+	return closeCounted{p, b}, nil
+}
+
+// A task file run one at a time opens one tab and reuses it; each run
+// still loads its start page and reads its own answer.
+func TestRunAllReusesATab(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := map[string]string{"/a": "11", "/b": "22", "/c": "33"}[r.URL.Path]
+		if v == "" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, `<!doctype html><html><head><title>Project</title></head><body><main><h1>Project</h1><dl><dt>Stars</dt><dd>%s</dd></dl></main></body></html>`, v)
+	}))
+	t.Cleanup(srv.Close)
+	br := &countingBrowser{Browser: browser}
+	var jobs []*agent.Job
+	for _, p := range []string{"/a", "/b", "/c"} {
+		jobs = append(jobs, &agent.Job{Config: agent.RunConfig{Engine: &engine.Engine{Store: storetest.NewMemStore(), Writer: "test"},
+			Browser: br, Planner: agent.NewExplore(), Task: "How many stars does the project have?", StartURL: srv.URL + p}})
+	}
+	agent.RunAll(t.Context(), jobs, 1)
+	for i, want := range []string{"11", "22", "33"} {
+		if j := jobs[i]; j.Err != nil || !j.Result.Success || j.Result.Answer != want {
+			t.Fatalf("job %d: err %v answer %q, want %q", i, j.Err, j.Result.Answer, want)
+		}
+	}
+	if o, c := br.opened.Load(), br.closed.Load(); o != 1 || c != 1 {
+		t.Fatalf("opened %d tabs, closed %d: want one tab, reused and closed at the end", o, c)
+	}
+}
