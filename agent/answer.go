@@ -277,13 +277,18 @@ func namesSite(task, u string) bool {
 }
 
 // sourceOf describes the page p shows now, for CheckAnswer, and returns
-// the page's blocks it listed (nil when it could not).
-func sourceOf(ctx context.Context, p Page) (AnswerSource, []Block) {
+// the page's blocks it listed (nil when it could not); cached are the
+// blocks already listed on this page since its last step (nil: list them).
+func sourceOf(ctx context.Context, p Page, cached []Block) (AnswerSource, []Block) {
 	src := AnswerSource{URL: p.URL()}
 	var blocks []Block
 	if rd, ok := p.(Reader); ok {
 		src.Status = rd.StatusCode(ctx)
-		if bs, err := rd.Blocks(ctx); err == nil {
+		bs, err := cached, error(nil)
+		if bs == nil {
+			bs, err = rd.Blocks(ctx)
+		}
+		if err == nil {
 			blocks = bs
 			for _, b := range bs {
 				if b.Level > 0 || b.Tag == "dt" {

@@ -93,6 +93,11 @@ func (r *run) target(ctx context.Context, selector string, observed bool) *engin
 			}
 		}
 	}
+	if c := r.described; c.ok && c.selector == selector && c.steps == len(r.steps) {
+		// Described already since the last step (a replay's fingerprint
+		// check, then the step's own record): the page has not been acted on.
+		return c.fp
+	}
 	d, ok := r.page.(Describer)
 	if !ok {
 		return nil
@@ -103,7 +108,17 @@ func (r *run) target(ctx context.Context, selector string, observed bool) *engin
 	}
 	fp := fingerprintOf(e)
 	fp.Name = Scrub(fp.Name, r.cfg.Secrets)
+	r.described = describedFP{ok: true, selector: selector, steps: len(r.steps), fp: fp}
 	return fp
+}
+
+// describedFP is the last fingerprint described live, valid while no step
+// has been taken since (steps is len(run.steps) then).
+type describedFP struct {
+	ok       bool
+	selector string
+	steps    int
+	fp       *engine.Fingerprint
 }
 
 // checkTarget compares a replayed step's recorded fingerprint with the
@@ -163,13 +178,16 @@ func (r *run) condition(ctx context.Context) *engine.SuccessCondition {
 func (r *run) underOf(ctx context.Context, selector, text string) string {
 	bs := r.endBlocks
 	if bs == nil {
-		rd, ok := r.page.(Reader)
-		if !ok {
-			return ""
-		}
-		var err error
-		if bs, err = rd.Blocks(ctx); err != nil {
-			return ""
+		if bs = r.blocksNow(); bs == nil {
+			rd, ok := r.page.(Reader)
+			if !ok {
+				return ""
+			}
+			var err error
+			if bs, err = rd.Blocks(ctx); err != nil {
+				return ""
+			}
+			r.lastBlocks, r.blocksAt = bs, len(r.steps)
 		}
 	}
 	for _, b := range bs {
@@ -225,4 +243,13 @@ func (r *run) lastRead() string {
 		}
 	}
 	return ""
+}
+
+// blocksNow returns the blocks listed on the page since its last step, or
+// nil.
+func (r *run) blocksNow() []Block {
+	if r.lastBlocks != nil && r.blocksAt == len(r.steps) {
+		return r.lastBlocks
+	}
+	return nil
 }

@@ -66,37 +66,110 @@ func Route(steps []engine.Step) []engine.Step {
 	return withoutDetours(out)
 }
 
-// shortcut shortens a trusted (P1) route: when everything before the first
-// extraction only moves between pages (navigate, click, scroll, wait) and
-// the page the answer is read on has a URL with no per-item part (no id
-// segment, no query value: pattern without "*"), the route navigates there
-// directly. Routes that type (a search, a sign-in) or read an item's page
-// ("the first issue" may be another one next time) are kept whole.
-func shortcut(route []engine.Step) []engine.Step {
+// shortcut shortens a trusted (P1) route: of the steps before the first
+// extraction that only move between pages (navigate, link clicks, scroll,
+// wait), it finds the last one that landed on a page whose URL has no
+// per-item part (no id segment, no query value: pattern without "*") and
+// navigates there directly; the steps after it run as recorded (the waits
+// on the answer page, the clicks into "the first issue", which may be
+// another one next time, the typing of a search or a sign-in). skippable
+// says whether a step may be jumped over: never a step the approval policy
+// marks, never a click on a control that is not a link (a button may
+// submit a form).
+func shortcut(route []engine.Step, skippable func(s engine.Step, on string) bool) []engine.Step {
 	first := -1
 	for i, s := range route {
 		if isExtraction(s) {
 			first = i
 			break
 		}
-		switch s.Action {
-		case "navigate", "click", "scroll", "wait":
-		default:
-			return route
+	}
+	if first <= 0 {
+		return route
+	}
+	jump := -1
+	for i := 0; i < first; i++ {
+		s := route[i]
+		if s.Action == "scroll" || s.Action == "wait" {
+			continue // on the page reached; kept when it is the jump's
+		}
+		on := "" // the page the step acted on
+		if i > 0 {
+			on = route[i-1].URL
+		}
+		if s.Action != "navigate" && s.Action != "click" || !skippable(s, on) {
+			break
+		}
+		if stableURL(s.URL) {
+			jump = i
 		}
 	}
-	if first <= 0 || route[first].URL == "" {
+	if jump < 0 {
 		return route
 	}
-	n, err := engine.NormalizeURL(route[first].URL)
-	if err != nil || strings.Contains(engine.Pattern(n), "*") {
+	target := route[jump].URL
+	if onlyWaits(route[jump+1:first]) && route[first].URL != "" {
+		// The page the answer is read on, where redirects ended.
+		if !stableURL(route[first].URL) {
+			return route
+		}
+		target = route[first].URL
+	}
+	if jump == 0 && route[0].Action == "navigate" && sameURL(route[0].URL, target) {
 		return route
 	}
-	nav := engine.Step{Seq: 1, Action: "navigate", URL: route[first].URL, OK: true}
-	if first == 1 && route[0].Action == "navigate" && sameURL(route[0].URL, nav.URL) {
-		return route
+	nav := engine.Step{Seq: 1, Action: "navigate", URL: target, OK: true}
+	out := append([]engine.Step{nav}, route[jump+1:]...)
+	for i := range out {
+		out[i].Seq = i + 1
 	}
-	return append([]engine.Step{nav}, route[first:]...)
+	return out
+}
+
+// onlyWaits reports whether steps stay on one page (scroll and wait only).
+func onlyWaits(steps []engine.Step) bool {
+	for _, s := range steps {
+		if s.Action != "scroll" && s.Action != "wait" {
+			return false
+		}
+	}
+	return true
+}
+
+// stableURL reports whether u is a page with no per-item part.
+func stableURL(u string) bool {
+	if u == "" {
+		return false
+	}
+	n, err := engine.NormalizeURL(u)
+	return err == nil && !strings.Contains(engine.Pattern(n), "*")
+}
+
+// skippable says whether the P1 shortcut may jump over a recorded step:
+// a navigation, or a click on a link (or on a control the route recorded
+// no fingerprint for: hand-written facts), that the approval policy does
+// not mark, neither on the page it acted on (on) nor on the one it reached.
+func (r *run) skippable(s engine.Step, on string) bool {
+	if s.Action == "click" && s.Target != nil && s.Target.Role != "link" && s.Target.Tag != "a" {
+		return false
+	}
+	if len(r.approval) == 0 {
+		return true
+	}
+	st := engine.ApprovalStep{Action: s.Action, Selector: s.Selector, URL: s.URL}
+	if s.Target != nil {
+		st.Text = s.Target.Name
+	}
+	if _, marked := r.approval.Match(st); marked {
+		return false
+	}
+	if s.Action == "click" && on != "" {
+		st.URL = on
+		if _, marked := r.approval.Match(st); marked {
+			return false
+		}
+	}
+	return true
 }
 
 // isExtraction reports whether a step reads the answer.
@@ -124,7 +197,7 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 	}
 	verify := tier == engine.P2
 	if tier == engine.P1 {
-		route = shortcut(route)
+		route = shortcut(route, r.skippable)
 	}
 	var answers []string
 	start := 0
@@ -171,12 +244,16 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 			}
 		}
 		if a.Selector != "" {
+			t0 := r.now()
 			sel, kind, msg := r.check(ctx, s, verify)
+			t0 = r.clock(&r.res.Timings.Checks, t0)
 			if sel == "" {
 				r.recordMiss(s, kind, msg)
 				return replayOutcome{why: msg}
 			}
-			if msg := r.checkTarget(ctx, s, sel); msg != "" {
+			msg = r.checkTarget(ctx, s, sel)
+			r.clock(&r.res.Timings.Checks, t0)
+			if msg != "" {
 				// The selector resolves, to another control: drift.
 				r.recordMiss(s, engine.KindNoElement, msg)
 				return replayOutcome{why: msg}
@@ -188,7 +265,12 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 		for _, p := range route[i+1:] {
 			r.pending = append(r.pending, "replay "+describeStep(p))
 		}
-		tr := r.exec(ctx, a, s.Param, true)
+		var tr ToolResult
+		if s.Action == "wait" && s.Selector == "" && i+1 < len(route) && isExtraction(route[i+1]) {
+			tr = r.replayWait(ctx, route[i+1])
+		} else {
+			tr = r.exec(ctx, a, s.Param, true)
+		}
 		if tr.Error != "" {
 			r.replayDone, r.pending = i, r.pending[:0]
 			for _, p := range route[i:] {
@@ -221,7 +303,10 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 		return replayOutcome{why: "the route ended without reading an answer"}
 	}
 	answer := strings.Join(answers, AnswerSep)
-	if why := r.checkCondition(ctx, answer); why != "" {
+	t0 := r.now()
+	why := r.checkCondition(ctx, answer)
+	r.clock(&r.res.Timings.Answer, t0)
+	if why != "" {
 		msg := "success condition failed: " + why
 		r.recordMiss(engine.Step{Action: "extract", Selector: r.recall.SuccessCondition.Selector}, engine.KindSuccessCondition, msg)
 		return replayOutcome{why: msg}
@@ -248,11 +333,11 @@ func (r *run) check(ctx context.Context, s engine.Step, verify bool) (string, st
 			continue
 		}
 		seen[c] = true
-		vis, err := r.page.Exists(ctx, c)
+		vis, err := r.exists(ctx, s, c)
 		if errors.Is(err, ErrNoElement) && ctx.Err() == nil {
 			// A slow page is not a drifted one: give it a moment once.
 			if r.page.WaitFor(ctx, c, settleGrace) == nil {
-				vis, err = r.page.Exists(ctx, c)
+				vis, err = r.exists(ctx, s, c)
 			}
 		}
 		switch {
@@ -283,6 +368,98 @@ func (r *run) check(ctx context.Context, s engine.Step, verify bool) (string, st
 		level = "P2 verification"
 	}
 	return "", kind, fmt.Sprintf("selector drift: %s %s on %s (%s)", s.Selector, detail, Scrub(r.page.URL(), r.cfg.Secrets), level)
+}
+
+// waitPoll is how often a replayed wait reads the page for its answer.
+const waitPoll = 50 * time.Millisecond
+
+// replayWait replays a recorded wait with no selector that comes right
+// before an extraction (next) as a wait for the answer instead of a fixed
+// sleep: it reads next at once, and when the page does not show a value of
+// the asked type yet (a "Loading…" placeholder) it reads again every
+// waitPoll until it does, the DOM has gone quiet and a second read agrees —
+// at most the wait's own time (DefaultWait), after which the extraction
+// runs as it would have. A page that already shows such a value at the
+// first read waits the full time, as before: a placeholder that looks like
+// an answer cannot be told from one. The wait is recorded as a step; the
+// reads are not (the extraction that follows is).
+func (r *run) replayWait(ctx context.Context, next engine.Step) ToolResult {
+	want := AskedType(r.cfg.Task)
+	if c := r.recall.SuccessCondition; c != nil && c.AnswerType != "" {
+		want = AnswerType(c.AnswerType)
+	}
+	read := Action{Tool: next.Action, Selector: next.Selector, Value: next.Value}
+	value := func() (string, bool) {
+		tr := Exec(ctx, r.page, read, "")
+		v := strings.TrimSpace(tr.ExtractedContent)
+		return v, tr.Error == "" && v != "" && HasValueOf(want, v, r.cfg.Task)
+	}
+	budget := time.Duration(DefaultWait) * time.Millisecond
+	t0, deadline := r.now(), time.Now().Add(budget) // the bound is wall time, whatever RunConfig.Now says
+	if _, ok := value(); ok {
+		return r.exec(ctx, Action{Tool: "wait"}, "", true) // cannot tell: the full wait
+	}
+	seen, result := "", ""
+	for {
+		if err := ctx.Err(); err != nil {
+			result = ""
+			break
+		}
+		if !time.Now().Before(deadline) {
+			result = fmt.Sprintf("waited %d ms; the answer had not appeared", r.now().Sub(t0).Milliseconds())
+			break
+		}
+		v, ok := value()
+		switch {
+		case ok && v == seen:
+			result = fmt.Sprintf("waited %d ms until the answer appeared", r.now().Sub(t0).Milliseconds())
+		case ok:
+			seen = v
+			_ = r.page.WaitFor(ctx, "", 0) // until the DOM is quiet, then read again
+			continue
+		default:
+			seen = ""
+			tm := time.NewTimer(waitPoll)
+			select {
+			case <-tm.C:
+			case <-ctx.Done():
+			}
+			tm.Stop()
+			continue
+		}
+		break
+	}
+	d := r.now().Sub(t0)
+	r.res.Timings.Actions += d
+	tr := ToolResult{ExtractedContent: result}
+	if result == "" {
+		tr = fail("wait", ctx.Err())
+	}
+	r.record(Action{Tool: "wait"}, "", true, tr, d, KindOf(tr.Error))
+	return tr
+}
+
+// exists is Page.Exists for a replayed step's candidate selector c. For a
+// click or type whose target the route fingerprinted, on a page that can
+// describe an element, it describes the element instead — one round trip
+// that answers existence, visibility and the fingerprint the target check
+// and the step's record then reuse (run.described).
+func (r *run) exists(ctx context.Context, s engine.Step, c string) (bool, error) {
+	d, ok := r.page.(Describer)
+	if !ok || s.Target == nil || s.Action != "click" && s.Action != "type" {
+		return r.page.Exists(ctx, c)
+	}
+	e, found, err := d.Describe(ctx, c)
+	switch {
+	case err != nil:
+		return false, err
+	case !found:
+		return false, fmt.Errorf("exists %q: %w (on %s)", c, ErrNoElement, Scrub(r.page.URL(), r.cfg.Secrets))
+	}
+	fp := fingerprintOf(e)
+	fp.Name = Scrub(fp.Name, r.cfg.Secrets)
+	r.described = describedFP{ok: true, selector: c, steps: len(r.steps), fp: fp}
+	return e.Visible, nil
 }
 
 // bind returns the value a replayed type step types in this run.

@@ -129,6 +129,8 @@ type RunResult struct {
 	ScreenshotPath  string
 	ActionLog       []string
 	Duration        time.Duration
+	// Timings splits Duration by phase (and adds the deposit after it).
+	Timings Timings
 	// Approvals are the decisions on sensitive steps, as in the trace;
 	// Blocked is the step the run stopped before (approval_required).
 	Approvals []engine.Approval
@@ -181,6 +183,11 @@ type run struct {
 	landTarget *engine.Fingerprint
 	// endBlocks are the blocks of the page the answer was checked on.
 	endBlocks []Block
+	// lastBlocks were listed when the run had blocksAt steps (a replay's
+	// success condition check); the answer checks reuse them while no
+	// step has been taken since.
+	lastBlocks []Block
+	blocksAt   int
 
 	approval  engine.ApprovalPolicy // the tree's approval rules
 	approvals []engine.Approval     // decisions so far
@@ -193,6 +200,12 @@ type run struct {
 	replayDone int      // steps of the replayed route done (a resume skips them)
 	replayFrom int      // route steps a resumed replay skips
 	pending    []string // the replayed route's remaining steps, described
+	// described caches the last live fingerprint; landChecked is true
+	// while the step being recorded had its landing status read (exec):
+	// landCode.
+	described   describedFP
+	landChecked bool
+	landCode    int
 }
 
 // Run performs one task: it asks memory (engine.Query on StartURL and the
@@ -279,7 +292,9 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 	}
 
 	var runErr error
+	tm := &res.Timings
 	if !r.cfg.NoRecall {
+		t0 := r.now()
 		rc, err := r.cfg.Engine.Query(ctx, r.cfg.StartURL, r.cfg.Intent)
 		if err != nil {
 			// No memory to trust: a broken tree must not stop the run, but it
@@ -301,6 +316,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 				res.Recalled = RecalledBlocks(rc)
 			}
 		}
+		r.clock(&tm.Query, t0)
 	}
 	r.logf("memory: %s (confidence %.2f)", res.RecallTier, res.Confidence)
 	r.snapshot(SnapRunning, "")
@@ -310,6 +326,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 		runErr = err
 	}
 	var unverified string
+	t0 := r.now()
 	if done {
 		res.Answer = Scrub(answer, r.cfg.Secrets)
 		res.Success = res.Answer != "" && r.grounded(res.Answer)
@@ -317,7 +334,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 			r.logf("answer %q was not read on the page in this run: not a success", oneLine(res.Answer, 80))
 		}
 		if res.Success && r.page != nil {
-			src, blocks := sourceOf(ctx, r.page)
+			src, blocks := sourceOf(ctx, r.page, r.blocksNow())
 			r.endBlocks = blocks
 			if why := CheckAnswer(r.cfg.Task, r.cfg.StartURL, res.Answer, src); why != "" {
 				unverified = "unverified answer: " + why
@@ -352,6 +369,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 		cond = r.condition(cctx)
 		ccancel()
 	}
+	t0 = r.clock(&tm.Answer, t0)
 	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), depositTimeout)
 	defer cancel()
 	var finalURL, finalTitle string
@@ -369,6 +387,7 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 			}
 		}
 	}
+	r.clock(&tm.Finish, t0)
 	res.Duration = r.now().Sub(start)
 	res.Steps = len(r.steps)
 	res.Approvals, res.Blocked = r.approvals, r.blocked
@@ -402,7 +421,9 @@ func (r *run) do(ctx context.Context) (*RunResult, error) {
 			t.FailureCategory = engine.UnverifiedAnswer
 		}
 	}
+	t0 = r.now()
 	saved, err := r.cfg.Engine.SaveTrace(fin, t, r.sensitive)
+	r.clock(&tm.Deposit, t0)
 	if err != nil {
 		r.log.Error("depositing the trace failed", "url", r.cfg.StartURL, "err", err)
 		runErr = errors.Join(runErr, fmt.Errorf("depositing the trace of %q: %w", r.cfg.Intent, err))
@@ -460,7 +481,9 @@ func (r *run) execute(ctx context.Context) (string, bool, error) {
 	if r.cfg.Page != nil {
 		r.page = r.cfg.Page
 	} else {
+		t0 := r.now()
 		p, err := r.cfg.Browser.NewPage(ctx)
+		r.clock(&r.res.Timings.Open, t0)
 		if err != nil {
 			return "", false, fmt.Errorf("opening a browser page: %w", err)
 		}
@@ -516,10 +539,13 @@ func (r *run) plan(ctx context.Context) (string, bool, error) {
 		if r.cfg.Planner == nil {
 			return "", false, fmt.Errorf("%w: memory could not finish the task and no planner is configured", ErrConfig)
 		}
+		t0 := r.now()
 		s := r.state(ctx)
+		t0 = r.clock(&r.res.Timings.Observe, t0)
 		r.res.PlannerCalls++
 		r.res.PromptChars += s.PromptChars()
 		a, err := r.cfg.Planner.Next(ctx, s)
+		r.clock(&r.res.Timings.Plan, t0)
 		r.res.InputTokens += s.Usage.InputTokens
 		r.res.OutputTokens += s.Usage.OutputTokens
 		if err != nil {
@@ -619,7 +645,9 @@ func (r *run) exec(ctx context.Context, a Action, param string, replayed bool) T
 		return fail(a.Tool, err)
 	}
 	if a.Tool == "click" || a.Tool == "type" {
+		t0 := r.now()
 		r.landTarget = r.target(ctx, a.Selector, !replayed)
+		r.clock(&r.res.Timings.Checks, t0)
 	}
 	t0 := r.now()
 	var tr ToolResult
@@ -637,19 +665,26 @@ func (r *run) exec(ctx context.Context, a Action, param string, replayed bool) T
 	} else {
 		tr = Exec(ctx, r.page, real, r.cfg.ShotDir)
 	}
-	d := r.now().Sub(t0)
+	t1 := r.now()
+	d := t1.Sub(t0)
+	r.res.Timings.Actions += d
 	kind := KindOf(tr.Error)
 	if tr.Error == "" && (a.Tool == "navigate" || a.Tool == "click" || a.Tool == "press" || a.Tool == "type" && a.Submit) {
 		// A step that lands on an error page failed, whatever the browser
 		// said about the load.
-		if why, status := landedOnError(ctx, r.page); why != "" {
+		why, status := landedOnError(ctx, r.page)
+		if why != "" {
 			tr.Error = fmt.Sprintf("%s: landed on an error page (%s) at %s", a.Tool, why, r.page.URL())
 			kind, r.landStatus = engine.KindErrorPage, status
 		}
+		if _, isReader := r.page.(Reader); isReader {
+			r.landCode, r.landChecked = status, true
+		}
+		r.clock(&r.res.Timings.Landing, t1)
 	}
 	tr = scrubResult(tr, r.cfg.Secrets)
 	r.record(shown, param, replayed, tr, d, kind)
-	r.landStatus, r.landTarget = 0, nil
+	r.landStatus, r.landTarget, r.landCode, r.landChecked = 0, nil, 0, false
 	return tr
 }
 
@@ -675,7 +710,11 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 	case "navigate":
 		// The URL asked for (resolved), not where redirects ended.
 		st.URL, st.Value = Scrub(a.Value, r.cfg.Secrets), ""
-		if sc, isSC := r.page.(interface{ StatusCode(context.Context) int }); isSC && ok {
+		if r.landChecked && ok {
+			if r.landCode >= 400 {
+				st.HTTPStatus = r.landCode // read once, by exec
+			}
+		} else if sc, isSC := r.page.(interface{ StatusCode(context.Context) int }); isSC && ok {
 			if code := sc.StatusCode(context.Background()); code >= 400 {
 				st.HTTPStatus = code
 			}
@@ -694,6 +733,8 @@ func (r *run) record(a Action, param string, replayed bool, tr ToolResult, d tim
 			st.Result = capText(tr.ExtractedContent, 1000)
 			r.corpus = append(r.corpus, tr.ExtractedContent)
 		}
+	case "wait":
+		st.Result = capText(tr.ExtractedContent, 200) // how long, and for what (replayWait)
 	}
 	switch a.Tool {
 	case "click":
@@ -936,13 +977,23 @@ type Job struct {
 	Err    error
 }
 
-// RunAll runs the jobs with at most parallel at once, each in its own page of
-// cfg.Browser (one browser, several tabs) with its own trace. It fills each
-// job's Result and Err and returns when all are done.
+// RunAll runs the jobs with at most parallel at once, each with its own
+// trace, in tabs of cfg.Browser (one browser, several tabs): a tab is
+// reused by the next job once its run has ended (its first navigation
+// always loads, so nothing of the previous run is trusted), so a task file
+// opens at most parallel tabs instead of one per task. A run that ended with
+// an error (cancelled, the browser failing) closes its tab. A job with its
+// own Page, or whose Browser differs from the first job's, runs as Run
+// would. It fills each job's Result and Err and returns when all are done.
 func RunAll(ctx context.Context, jobs []*Job, parallel int) {
 	if parallel < 1 {
 		parallel = 1
 	}
+	var pool tabPool
+	if len(jobs) > 0 {
+		pool.browser = jobs[0].Config.Browser
+	}
+	defer pool.close()
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for _, j := range jobs {
@@ -956,8 +1007,60 @@ func RunAll(ctx context.Context, jobs []*Job, parallel int) {
 				return
 			}
 			defer func() { <-sem }()
-			j.Result, j.Err = Run(ctx, j.Config)
+			cfg := j.Config
+			if cfg.Page != nil || cfg.Browser == nil || cfg.Browser != pool.browser {
+				j.Result, j.Err = Run(ctx, cfg)
+				return
+			}
+			page, err := pool.get(ctx)
+			if err != nil {
+				j.Err = fmt.Errorf("opening a browser page: %w", err)
+				return
+			}
+			cfg.Page = page
+			j.Result, j.Err = Run(ctx, cfg)
+			pool.put(page, j.Err == nil)
 		}()
 	}
 	wg.Wait()
+}
+
+// tabPool holds the idle tabs of RunAll's browser.
+type tabPool struct {
+	browser Browser
+	mu      sync.Mutex
+	idle    []Page
+}
+
+func (p *tabPool) get(ctx context.Context) (Page, error) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		pg := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return pg, nil
+	}
+	p.mu.Unlock()
+	return p.browser.NewPage(ctx)
+}
+
+// put returns a tab for the next job, or closes it when its run failed
+// to run (reuse false).
+func (p *tabPool) put(pg Page, reuse bool) {
+	if !reuse {
+		pg.Close()
+		return
+	}
+	p.mu.Lock()
+	p.idle = append(p.idle, pg)
+	p.mu.Unlock()
+}
+
+func (p *tabPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pg := range p.idle {
+		pg.Close()
+	}
+	p.idle = nil
 }

@@ -559,7 +559,9 @@ func TestRunAllParallel(t *testing.T) {
 		}
 		ids[j.Result.TraceID] = true
 	}
-	if len(ids) != 6 || len(e.store.Traces()) != 6 || e.br.opened != 6 || e.br.closed != 6 {
+	// At most one tab per parallel run, each reused by the next job, and
+	// all closed at the end.
+	if len(ids) != 6 || len(e.store.Traces()) != 6 || e.br.opened < 1 || e.br.opened > 3 || e.br.closed != e.br.opened {
 		t.Fatalf("ids %d traces %d opened %d closed %d", len(ids), len(e.store.Traces()), e.br.opened, e.br.closed)
 	}
 }

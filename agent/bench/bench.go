@@ -52,6 +52,36 @@ type Run struct {
 	// Harm marks a memory-on run that failed where the memory-off run of
 	// the same task in the same round succeeded.
 	Harm bool `json:"harm,omitempty"`
+	// Phases splits Seconds by what the run waited for (agent.Timings);
+	// deposit_s is the trace deposit after it, not part of Seconds.
+	Phases Phases `json:"phases"`
+}
+
+// Phases is agent.Timings in seconds.
+type Phases struct {
+	Query   float64 `json:"query_s"`
+	Open    float64 `json:"open_s"`
+	Checks  float64 `json:"checks_s"`
+	Actions float64 `json:"actions_s"`
+	Landing float64 `json:"landing_s"`
+	Observe float64 `json:"observe_s"`
+	Plan    float64 `json:"plan_s"`
+	Answer  float64 `json:"answer_s"`
+	Finish  float64 `json:"finish_s"`
+	Other   float64 `json:"other_s"`
+	Deposit float64 `json:"deposit_s"`
+}
+
+// PhasesOf converts a run's timings (d its Duration).
+func PhasesOf(t agent.Timings, d time.Duration) Phases {
+	s := func(d time.Duration) float64 { return round3(d.Seconds()) }
+	return Phases{Query: s(t.Query), Open: s(t.Open), Checks: s(t.Checks), Actions: s(t.Actions), Landing: s(t.Landing),
+		Observe: s(t.Observe), Plan: s(t.Plan), Answer: s(t.Answer), Finish: s(t.Finish), Other: s(t.Other(d)), Deposit: s(t.Deposit)}
+}
+
+func (p Phases) add(q Phases) Phases {
+	return Phases{p.Query + q.Query, p.Open + q.Open, p.Checks + q.Checks, p.Actions + q.Actions, p.Landing + q.Landing,
+		p.Observe + q.Observe, p.Plan + q.Plan, p.Answer + q.Answer, p.Finish + q.Finish, p.Other + q.Other, p.Deposit + q.Deposit}
 }
 
 // Arm is one knowledge tree: the engine runs save into and query, and how to
@@ -204,6 +234,7 @@ func (h *Harness) RunTask(ctx context.Context, eng *engine.Engine, k Task, round
 		row.Tier, row.RecallTier, row.Steps, row.PlannerCalls = res.Tier, res.RecallTier, res.Steps, res.PlannerCalls
 		row.Success = res.Success && right
 		row.Seconds = round3(res.Duration.Seconds())
+		row.Phases = PhasesOf(res.Timings, res.Duration)
 		row.Answer, row.Clicks, row.Extracts, row.PromptChars = res.Answer, res.Clicks, res.Extracts, res.PromptChars
 		row.InputTokens, row.OutputTokens, row.Searches, row.Recalled = res.InputTokens, res.OutputTokens, res.Searches, res.Recalled
 		row.Trace, row.Error = res.TracePath, res.Error

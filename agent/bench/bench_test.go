@@ -158,3 +158,38 @@ func TestPrepareTasksAndGrade(t *testing.T) {
 		t.Errorf("PickTasks: %+v %v", got, err)
 	}
 }
+
+func TestRoundsTimeAgainstColdAndOff(t *testing.T) {
+	runs := []Run{
+		{Task: "a", Round: 1, Memory: "on", Tier: "P5", Seconds: 3, Phases: Phases{Actions: 2, Observe: 0.5, Deposit: 0.1}},
+		{Task: "b", Round: 1, Memory: "on", Tier: "P3", Seconds: 1, Phases: Phases{Actions: 1}},
+		{Task: "a", Round: 1, Memory: "off", Tier: "P5", Seconds: 2},
+		{Task: "b", Round: 1, Memory: "off", Tier: "P5", Seconds: 2},
+		{Task: "a", Round: 2, Memory: "on", Tier: "P1", Seconds: 0.5, Phases: Phases{Actions: 0.4, Checks: 0.05}},
+		{Task: "b", Round: 2, Memory: "on", Tier: "P1", Seconds: 0.7, Phases: Phases{Actions: 0.6}},
+		{Task: "a", Round: 2, Memory: "off", Tier: "P5", Seconds: 3},
+		{Task: "b", Round: 2, Memory: "off", Tier: "P5", Seconds: 3},
+	}
+	var on []Run
+	for _, r := range runs {
+		if r.Memory == "on" {
+			on = append(on, r)
+		}
+	}
+	rs := Rounds(on)
+	if len(rs) != 2 || rs[0].Seconds != 4 || rs[0].Ratio != 1 || rs[1].Seconds != 1.2 || rs[1].Ratio != 0.3 {
+		t.Fatalf("rounds %+v", rs)
+	}
+	if rs[1].Tiers["P1"] != 2 || rs[0].Tiers["P5"] != 1 || rs[0].Tiers["P3"] != 1 || rs[1].Phases.Actions != 1 || rs[0].Phases.Deposit != 0.1 {
+		t.Fatalf("tiers or phases %+v", rs)
+	}
+	md, _ := Summary(runs, Info{Planner: "explore", Site: "demo site", Rounds: 2})
+	if !strings.Contains(string(md), "| 2 | P1 2 | 1.20 | 0.30 | 0.20 | 0.00 | 0.05 | 1.00 |") {
+		t.Errorf("summary.md time table:\n%s", md)
+	}
+	var b strings.Builder
+	WriteTable(&b, on)
+	if !strings.Contains(b.String(), "2     P1 2                   1.20   0.30 |") {
+		t.Errorf("demo table:\n%s", b.String())
+	}
+}

@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 // arm is a real knowledge tree (git repository) in a temporary directory.
-func arm(t *testing.T, name string) (Arm, string) {
+func arm(t testing.TB, name string) (Arm, string) {
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), name)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/pemdev/pem/engine"
 )
 
 // Totals sums runs.
@@ -130,6 +132,8 @@ func WriteTable(w io.Writer, runs []Run) {
 			StepsRatio(cold, warm), perRun(cold, warm, func(t Totals) float64 { return float64(t.Clicks) }),
 			perRun(cold, warm, func(t Totals) float64 { return float64(t.PlannerCalls) }), TimeRatio(cold, warm),
 			float64(tw.PlannerCalls)/float64(tw.Runs), float64(tc.PlannerCalls)/float64(max(1, tc.Runs)))
+		fmt.Fprintln(w)
+		WriteRounds(w, runs)
 	}
 }
 
@@ -238,6 +242,7 @@ func Summary(runs []Run, info Info) (md, csvData []byte) {
 			harm = append(harm, r)
 		}
 	}
+	writeTimeByRound(&mb, runs)
 	fmt.Fprintf(&mb, "\n## Harm (%d)\n\n", len(harm))
 	if len(harm) == 0 {
 		mb.WriteString("None: memory-on got no task wrong that memory-off got right in the same round.\n")
@@ -256,3 +261,122 @@ func Summary(runs []Run, info Info) (md, csvData []byte) {
 }
 
 func cell(s string, n int) string { return strings.ReplaceAll(OneLine(s, n), "|", "/") }
+
+// RoundTime is one round's wall time against the first round's, with the
+// tiers its runs used and the time by phase.
+type RoundTime struct {
+	Round   int                 `json:"round"`
+	Tiers   map[engine.Tier]int `json:"tiers"`
+	Runs    int                 `json:"runs"`
+	Seconds float64             `json:"seconds"`
+	// Ratio is Seconds over the first round's (the cold round), same tasks.
+	Ratio  float64 `json:"ratio_to_cold"`
+	Phases Phases  `json:"phases"`
+}
+
+// Rounds sums runs of one arm (pass one arm's runs) per round, in order.
+func Rounds(runs []Run) []RoundTime {
+	by := map[int]*RoundTime{}
+	var order []int
+	for _, r := range runs {
+		rt := by[r.Round]
+		if rt == nil {
+			rt = &RoundTime{Round: r.Round, Tiers: map[engine.Tier]int{}}
+			by[r.Round] = rt
+			order = append(order, r.Round)
+		}
+		rt.Runs++
+		rt.Tiers[r.Tier]++
+		rt.Seconds += r.Seconds
+		rt.Phases = rt.Phases.add(r.Phases)
+	}
+	sort.Ints(order)
+	out := make([]RoundTime, 0, len(order))
+	for _, n := range order {
+		rt := *by[n]
+		rt.Seconds = round3(rt.Seconds)
+		rt.Phases = rt.Phases.rounded()
+		if len(out) > 0 {
+			rt.Ratio = ratio(rt.Seconds, out[0].Seconds)
+		} else {
+			rt.Ratio = 1
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+func (p Phases) rounded() Phases {
+	r := round3
+	return Phases{r(p.Query), r(p.Open), r(p.Checks), r(p.Actions), r(p.Landing), r(p.Observe), r(p.Plan), r(p.Answer), r(p.Finish), r(p.Other), r(p.Deposit)}
+}
+
+// tierMix writes a round's tiers as "P1 17" or "P2 15, P3 2".
+func tierMix(m map[engine.Tier]int) string {
+	var ts []string
+	for t := range m {
+		ts = append(ts, string(t))
+	}
+	sort.Strings(ts)
+	var parts []string
+	for _, t := range ts {
+		parts = append(parts, fmt.Sprintf("%s %d", t, m[engine.Tier(t)]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteRounds writes each round's time against the cold (first) round and
+// where it went: the memory query, opening tabs, replay checks, the actions
+// (load waits included), the landing status, observing the page and the
+// planner, the answer checks, the end of the run, the rest; the trace
+// deposit is shown beside (it comes after a run's time and is not in it).
+func WriteRounds(w io.Writer, runs []Run) {
+	rs := Rounds(runs)
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%-5s %-18s %8s %6s | %6s %5s %6s %7s %7s %7s %6s %6s %6s %6s | %7s\n", "round", "tiers", "seconds", "×cold",
+		"query", "open", "checks", "actions", "landing", "observe", "plan", "answer", "finish", "other", "deposit")
+	for _, r := range rs {
+		p := r.Phases
+		fmt.Fprintf(w, "%-5d %-18s %8.2f %6.2f | %6.2f %5.2f %6.2f %7.2f %7.2f %7.2f %6.2f %6.2f %6.2f %6.2f | %7.2f\n", r.Round, tierMix(r.Tiers), r.Seconds, r.Ratio,
+			p.Query, p.Open, p.Checks, p.Actions, p.Landing, p.Observe, p.Plan, p.Answer, p.Finish, p.Other, p.Deposit)
+	}
+}
+
+// writeTimeByRound writes summary.md's time table: each round of the
+// memory-on arm against its cold first round and against the memory-off
+// runs of the same round (cold every round, under the same machine load),
+// with the tiers it used and where the time went.
+func writeTimeByRound(w io.Writer, runs []Run) {
+	var on, off []Run
+	for _, r := range runs {
+		if r.Memory == "off" {
+			off = append(off, r)
+		} else {
+			on = append(on, r)
+		}
+	}
+	offBy := map[int]float64{}
+	for _, r := range Rounds(off) {
+		offBy[r.Round] = r.Seconds
+	}
+	rs := Rounds(on)
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## Time by round (memory on)\n\n"+
+		"Seconds are each run's wall time summed (the trace deposit and consolidation are not in it; deposit is shown beside). "+
+		"× round 1 compares with the cold first round, × off with the memory-off runs of the same round.\n\n")
+	fmt.Fprintf(w, "| round | tiers | seconds | × round 1 | × off | query | checks | actions | landing | observe | plan | answer | finish | other | deposit |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		p := r.Phases
+		vsOff := "—"
+		if o := offBy[r.Round]; o > 0 {
+			vsOff = fmt.Sprintf("%.2f", ratio(r.Seconds, o))
+		}
+		fmt.Fprintf(w, "| %d | %s | %.2f | %.2f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", r.Round, tierMix(r.Tiers), r.Seconds, r.Ratio, vsOff,
+			p.Query, p.Checks, p.Actions, p.Landing, p.Observe, p.Plan, p.Answer, p.Finish, p.Other, p.Deposit)
+	}
+}

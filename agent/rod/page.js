@@ -319,24 +319,40 @@ function (op, arg, limit) {
       mo = new MutationObserver(() => { st.last = performance.now(); });
       mo.observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
     }
-    const since = () => (arg.fresh ? Math.max(st.last, t0) : st.last);
+    // The load event's end (0 while it runs): the quiet window counts from
+    // no earlier than it, so that what the page's load handlers render on
+    // timers is waited for.
+    const loadEnd = () => {
+      const n = performance.getEntriesByType("navigation")[0];
+      return n ? n.loadEventEnd : -1;
+    };
+    const since = () => Math.max(arg.fresh ? Math.max(st.last, t0) : st.last, loadEnd());
     return new Promise((resolve) => {
+      let done = false, timer = 0;
       const tick = () => {
+        if (done) return;
+        clearTimeout(timer);
         const now = performance.now();
-        const complete = document.readyState === "complete";
+        const complete = document.readyState === "complete" && loadEnd() !== 0;
         if (complete && !loaded) loaded = now;
         let wait = 0, left = cap - (now - t0);
         if (complete) left = Math.min(left, quietCap - (now - loaded));
         if (left <= 0) wait = -1;
-        else if (!complete) wait = 20;
+        else if (!complete) wait = left + 1; // the load listener wakes it
         else if (now - since() < quiet) wait = quiet - (now - since()) + 1;
         if (wait <= 0) {
+          done = true;
+          window.removeEventListener("load", onLoad);
           if (mo) mo.disconnect();
           resolve(wait === 0);
           return;
         }
-        setTimeout(tick, Math.min(wait, left + 1));
+        timer = setTimeout(tick, Math.min(wait, left + 1));
       };
+      // Woken right after the load event (its handlers have run) rather
+      // than by polling for it.
+      const onLoad = () => setTimeout(tick, 0);
+      window.addEventListener("load", onLoad);
       tick();
     });
   }

@@ -609,11 +609,13 @@ func runDemo(c *cli.Context) error {
 			TimeRatio  float64      `json:"time_ratio"`
 			Tree       string       `json:"tree"`
 			AllOK      bool         `json:"all_succeeded"`
+			// Rounds: each round's time against the cold round, by phase.
+			Rounds []bench.RoundTime `json:"rounds"`
 		}
 		v := struct {
 			Runs   []bench.Run `json:"runs"`
 			Totals tot         `json:"totals"`
-		}{runs, tot{tc, tw, bench.StepsRatio(cold, warm), bench.TimeRatio(cold, warm), dir, ok}}
+		}{runs, tot{tc, tw, bench.StepsRatio(cold, warm), bench.TimeRatio(cold, warm), dir, ok, bench.Rounds(runs)}}
 		if err := writeJSON(out, v); err != nil {
 			return err
 		}
