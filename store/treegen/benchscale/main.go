@@ -17,6 +17,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -631,11 +632,18 @@ func addTraces(ctx context.Context, dir string, n int) {
 		if err != nil {
 			fatalf("%v", err)
 		}
-		t.StartedAt = treegen.Base.Add(-time.Duration(rng.Intn(3600)) * time.Second)
-		if t.ID, err = engine.NewTraceID(t.StartedAt, rng); err != nil {
-			fatalf("%v", err)
+		for {
+			t.StartedAt = treegen.Base.Add(-time.Duration(rng.Intn(3600)) * time.Second)
+			if t.ID, err = engine.NewTraceID(t.StartedAt, rng); err != nil {
+				fatalf("%v", err)
+			}
+			// A kept tree may hold this sequence of ids already (an earlier
+			// run of the deep-learn row): draw again.
+			if _, err = st.PutTrace(ctx, t); !errors.Is(err, engine.ErrExists) {
+				break
+			}
 		}
-		if _, err := st.PutTrace(ctx, t); err != nil {
+		if err != nil {
 			fatalf("%v", err)
 		}
 	}
