@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
@@ -65,9 +66,11 @@ const stateFormat = 2
 
 // output is an entry's encoded proposal as the last run made it: the
 // fingerprint of the facts (factsPrint) and their bytes (Options.Encode).
-// A state file holds the domainState, then a map of key → output (a second
-// gob value, written after the proposals are finished: finishing completes
-// the cores in place, and the state keeps them unfinished).
+// A state file holds the length of the gob-encoded domainState (a uvarint),
+// that encoding, then the gob-encoded map of key → output, each with its own
+// encoder: the domainState is encoded before the proposals are finished
+// (finishing completes the cores in place, and the state keeps them
+// unfinished), and kept byte for byte when only the outputs changed.
 type output struct {
 	Print string
 	Data  []byte
@@ -83,6 +86,8 @@ type domainState struct {
 	Policy  string // the policy it was mined under
 	Traces  map[string]traceState
 	Entries map[string]entryState
+
+	raw []byte // its encoding, as read (not encoded: unexported)
 }
 
 type traceState struct{ Stamp, Key, Intent string }
@@ -373,12 +378,16 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 			}
 		}
 	}
-	// The state is encoded now, before finish completes the cores in place.
-	var state bytes.Buffer
-	enc := gob.NewEncoder(&state)
+	// The state is encoded now, before finish completes the cores in place
+	// — when it changed: else it is the last run's, byte for byte.
+	var part1 []byte
 	var encErr error
-	if l.stamper != nil {
-		encErr = enc.Encode(next)
+	if l.stamper != nil && dirty {
+		var buf bytes.Buffer
+		encErr = gob.NewEncoder(&buf).Encode(next)
+		part1 = buf.Bytes()
+	} else if l.stamper != nil {
+		part1 = old.raw
 	}
 	outs := map[string]output{}
 	for _, e := range sorted {
@@ -413,14 +422,12 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 				}
 			}
 		}
-		if !dirty && !sameOutputs(outs, oldOuts) {
-			dirty = true
-		}
-		if encErr == nil {
-			encErr = enc.Encode(outs)
-		}
-		if dirty {
-			if err := l.save(d, state.Bytes(), encErr); err != nil {
+		if dirty || !sameOutputs(outs, oldOuts) {
+			var part2 bytes.Buffer
+			if encErr == nil {
+				encErr = gob.NewEncoder(&part2).Encode(outs)
+			}
+			if err := l.save(d, part1, part2.Bytes(), encErr); err != nil {
 				res.warnings = append(res.warnings, err.Error())
 			}
 		}
@@ -495,11 +502,16 @@ func (l *learner) load(d string) (*domainState, map[string]output) {
 	if err != nil {
 		return nil, nil
 	}
-	var s domainState
-	dec := gob.NewDecoder(bytes.NewReader(data))
-	if dec.Decode(&s) != nil || s.Format != stateFormat || s.Binary != binaryID() || s.Policy != l.policy {
+	n, k := binary.Uvarint(data)
+	if k <= 0 || n > uint64(len(data)-k) {
 		return nil, nil
 	}
+	raw, rest := data[k:k+int(n)], data[k+int(n):]
+	var s domainState
+	if gob.NewDecoder(bytes.NewReader(raw)).Decode(&s) != nil || s.Format != stateFormat || s.Binary != binaryID() || s.Policy != l.policy {
+		return nil, nil
+	}
+	s.raw = raw
 	if s.Traces == nil {
 		s.Traces = map[string]traceState{}
 	}
@@ -507,15 +519,15 @@ func (l *learner) load(d string) (*domainState, map[string]output) {
 		s.Entries = map[string]entryState{}
 	}
 	var outs map[string]output
-	if dec.Decode(&outs) != nil {
+	if gob.NewDecoder(bytes.NewReader(rest)).Decode(&outs) != nil {
 		outs = nil // only the encodings are lost: they are made again
 	}
 	return &s, outs
 }
 
-// save writes the domain's state (encoded, or the error encoding it gave)
-// atomically. A failure only costs time next run.
-func (l *learner) save(d string, data []byte, encErr error) error {
+// save writes the domain's state (its two encoded parts, or the error
+// encoding them gave) atomically. A failure only costs time next run.
+func (l *learner) save(d string, part1, part2 []byte, encErr error) error {
 	if encErr != nil {
 		return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, encErr)
 	}
@@ -523,6 +535,8 @@ func (l *learner) save(d string, data []byte, encErr error) error {
 	if err != nil {
 		return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, err)
 	}
+	data := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(part1)+len(part2)), uint64(len(part1)))
+	data = append(append(data, part1...), part2...)
 	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
