@@ -45,14 +45,23 @@ func (e *Engine) traceMemo(id string) (traceMemo, bool) {
 
 // remember memoizes t and returns its memo.
 func (e *Engine) remember(t *Trace) traceMemo {
-	m := traceMemo{key: t.IntentKey, ev: EvidenceOf(t), quarantined: Injection(t)}
+	m := memoOf(t)
+	e.keep(t.ID, m)
+	return m
+}
+
+func memoOf(t *Trace) traceMemo {
+	return traceMemo{key: t.IntentKey, ev: EvidenceOf(t), quarantined: Injection(t)}
+}
+
+// keep memoizes m as the memo of the trace id.
+func (e *Engine) keep(id string, m traceMemo) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.traces == nil || len(e.traces) >= maxTraceMemo {
 		e.traces = map[string]traceMemo{}
 	}
-	e.traces[t.ID] = m
-	return m
+	e.traces[id] = m
 }
 
 // New returns an Engine over s with the real clock.
@@ -322,7 +331,7 @@ func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult,
 		}
 		defer release()
 	}
-	m := e.remember(t)
+	m := memoOf(t) // kept once the trace is saved: an id that failed to save may name another run
 	// Without a facts patch the answer (the entry's confidence and tier
 	// with t counted) does not depend on the trace file: t comes from
 	// memory and a listing that already shows t skips it. So it is worked
@@ -342,6 +351,7 @@ func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult,
 		}
 		return nil, fmt.Errorf("saving trace %s: %w", t.ID, err)
 	}
+	e.keep(t.ID, m)
 	res := &SaveResult{Saved: true, ID: t.ID, Domain: t.Domain, Intent: t.Intent, IntentKey: t.IntentKey,
 		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory, Lesson: len(t.Steps) == 0,
 		Quarantined: m.quarantined}

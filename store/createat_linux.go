@@ -113,6 +113,9 @@ func (s *Store) mkdirAt(dir string) (d *os.File, parentSynced func() error, err 
 		p.Close()
 		return nil, nil, &fs.PathError{Op: "mkdir", Path: dir, Err: err}
 	}
+	// The new directory is opened before the fsync starts: the goroutine
+	// closes the parent when it is done.
+	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	synced := make(chan error, 1)
 	go func() {
 		err := unix.Fsync(pfd)
@@ -125,7 +128,6 @@ func (s *Store) mkdirAt(dir string) (d *os.File, parentSynced func() error, err 
 		synced <- err
 	}()
 	parentSynced = func() error { return <-synced }
-	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return nil, parentSynced, fs.ErrNotExist // removed again by a concurrent DeleteTrace
