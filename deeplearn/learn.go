@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/gob"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -41,6 +43,12 @@ type Options struct {
 	// Full reads every file again and mines every entry, ignoring (and then
 	// rewriting) what the last run remembered.
 	Full bool
+	// Encode, when set, encodes each changed proposal's facts into
+	// Proposal.Data (cmd/pem: store.Marshal, the bytes the review commit
+	// holds). With StateDir the bytes are remembered per entry with a
+	// fingerprint of the facts they encode: a proposal whose facts are
+	// the same as last run's is not encoded again.
+	Encode func(*engine.Facts) ([]byte, error)
 }
 
 // Stats says how much work a Learn run did.
@@ -50,10 +58,23 @@ type Stats struct {
 	Mined      int // entries whose traces, facts or experience changed (or Full): read and mined
 	Reused     int // entries unchanged since the last run: finished from its state, no file read
 	TracesRead int // trace files read and decoded
+	Encoded    int // proposals encoded (Options.Encode); the rest of the changed ones came from the last run
 }
 
-// stateFormat changes whenever domainState or core changes shape.
-const stateFormat = 1
+// stateFormat changes whenever domainState, core or output changes shape.
+const stateFormat = 2
+
+// output is an entry's encoded proposal as the last run made it: the
+// fingerprint of the facts (factsPrint) and their bytes (Options.Encode).
+// A state file holds the length of the gob-encoded domainState (a uvarint),
+// that encoding, then the gob-encoded map of key → output, each with its own
+// encoder: the domainState is encoded before the proposals are finished
+// (finishing completes the cores in place, and the state keeps them
+// unfinished), and kept byte for byte when only the outputs changed.
+type output struct {
+	Print string
+	Data  []byte
+}
 
 // domainState is what Learn remembers of one domain: the intent of every
 // trace read (traces are immutable; the stamp catches a rewrite, e.g. by pem
@@ -65,6 +86,8 @@ type domainState struct {
 	Policy  string // the policy it was mined under
 	Traces  map[string]traceState
 	Entries map[string]entryState
+
+	raw []byte // its encoding, as read (not encoded: unexported)
 }
 
 type traceState struct{ Stamp, Key, Intent string }
@@ -145,6 +168,7 @@ func Learn(ctx context.Context, st engine.Store, f Filter, now time.Time, opt Op
 		stats.Mined += r.stats.Mined
 		stats.Reused += r.stats.Reused
 		stats.TracesRead += r.stats.TracesRead
+		stats.Encoded += r.stats.Encoded
 	}
 	stats.Domains, stats.Entries = len(domains), len(out)
 	return out, warnings, stats, nil
@@ -173,7 +197,7 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 	if err != nil {
 		return res, err
 	}
-	old := l.load(d)
+	old, oldOuts := l.load(d)
 	next := &domainState{Format: stateFormat, Binary: binaryID(), Policy: l.policy, Traces: map[string]traceState{}, Entries: map[string]entryState{}}
 	dirty := old == nil
 
@@ -353,20 +377,85 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 				dirty = true
 			}
 		}
-		if dirty {
-			if err := l.save(d, next); err != nil {
-				res.warnings = append(res.warnings, err.Error())
-			}
-		}
 	}
+	// The state is encoded now, before finish completes the cores in place
+	// — when it changed: else it is the last run's, byte for byte.
+	var part1 []byte
+	var encErr error
+	if l.stamper != nil && dirty {
+		var buf bytes.Buffer
+		encErr = gob.NewEncoder(&buf).Encode(next)
+		part1 = buf.Bytes()
+	} else if l.stamper != nil {
+		part1 = old.raw
+	}
+	outs := map[string]output{}
 	for _, e := range sorted {
 		res.warnings = append(res.warnings, e.warnings...)
 		if !e.cached && allGone(e.idx, gone) {
 			continue // every trace went away since it was listed: no input left
 		}
-		res.proposals = append(res.proposals, finish(e.core, l.now, l.pol))
+		p := finish(e.core, l.now, l.pol)
+		if p.Changed && l.opt.Encode != nil {
+			fp := factsPrint(p.Facts)
+			if o, ok := oldOuts[e.key]; ok && o.Print == fp && fp != "" {
+				p.Data = o.Data
+			} else {
+				data, err := l.opt.Encode(p.Facts)
+				if err != nil {
+					return res, fmt.Errorf("encoding the proposal for %s/%s: %w", d, e.key, err)
+				}
+				p.Data = data
+				res.stats.Encoded++
+			}
+			if _, kept := next.Entries[e.key]; kept && fp != "" {
+				outs[e.key] = output{Print: fp, Data: p.Data}
+			}
+		}
+		res.proposals = append(res.proposals, p)
+	}
+	if l.stamper != nil {
+		for k, o := range oldOuts {
+			if _, kept := next.Entries[k]; kept {
+				if _, seen := byKey[k]; !seen {
+					outs[k] = o // an entry this run did not select (--intent)
+				}
+			}
+		}
+		if dirty || !sameOutputs(outs, oldOuts) {
+			var part2 bytes.Buffer
+			if encErr == nil {
+				encErr = gob.NewEncoder(&part2).Encode(outs)
+			}
+			if err := l.save(d, part1, part2.Bytes(), encErr); err != nil {
+				res.warnings = append(res.warnings, err.Error())
+			}
+		}
 	}
 	return res, nil
+}
+
+// factsPrint fingerprints everything of f an encoding shows (its JSON, which
+// is several times cheaper to make than its YAML); "" if it cannot be made.
+func factsPrint(f *engine.Facts) string {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func sameOutputs(a, b map[string]output) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, o := range a {
+		if p, ok := b[k]; !ok || p.Print != o.Print {
+			return false
+		}
+	}
+	return true
 }
 
 func allGone(idx []int, gone []bool) bool {
@@ -403,39 +492,52 @@ func refID(r engine.TraceRef) string { return r.Day + "/" + r.ID }
 // statePath is the domain's state file (domains are checked names: no slash).
 func (l *learner) statePath(d string) string { return filepath.Join(l.opt.StateDir, d+".gob") }
 
-// load reads the domain's state; nil when there is none to trust.
-func (l *learner) load(d string) *domainState {
+// load reads the domain's state and the outputs of its last run; nil when
+// there is none to trust.
+func (l *learner) load(d string) (*domainState, map[string]output) {
 	if l.stamper == nil || l.opt.Full {
-		return nil
+		return nil, nil
 	}
 	data, err := os.ReadFile(l.statePath(d))
 	if err != nil {
-		return nil
+		return nil, nil
 	}
+	n, k := binary.Uvarint(data)
+	if k <= 0 || n > uint64(len(data)-k) {
+		return nil, nil
+	}
+	raw, rest := data[k:k+int(n)], data[k+int(n):]
 	var s domainState
-	if gob.NewDecoder(bytes.NewReader(data)).Decode(&s) != nil || s.Format != stateFormat || s.Binary != binaryID() || s.Policy != l.policy {
-		return nil
+	if gob.NewDecoder(bytes.NewReader(raw)).Decode(&s) != nil || s.Format != stateFormat || s.Binary != binaryID() || s.Policy != l.policy {
+		return nil, nil
 	}
+	s.raw = raw
 	if s.Traces == nil {
 		s.Traces = map[string]traceState{}
 	}
 	if s.Entries == nil {
 		s.Entries = map[string]entryState{}
 	}
-	return &s
+	var outs map[string]output
+	if gob.NewDecoder(bytes.NewReader(rest)).Decode(&outs) != nil {
+		outs = nil // only the encodings are lost: they are made again
+	}
+	return &s, outs
 }
 
-// save writes the domain's state atomically. A failure only costs time next run.
-func (l *learner) save(d string, s *domainState) error {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
-		return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, err)
+// save writes the domain's state (its two encoded parts, or the error
+// encoding them gave) atomically. A failure only costs time next run.
+func (l *learner) save(d string, part1, part2 []byte, encErr error) error {
+	if encErr != nil {
+		return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, encErr)
 	}
 	tmp, err := os.CreateTemp(l.opt.StateDir, d+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, err)
 	}
-	_, err = tmp.Write(buf.Bytes())
+	data := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(part1)+len(part2)), uint64(len(part1)))
+	data = append(append(data, part1...), part2...)
+	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

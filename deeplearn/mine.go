@@ -34,6 +34,8 @@ type Proposal struct {
 	Successes  int           `yaml:"successes" json:"successes"`
 	Failures   int           `yaml:"failures" json:"failures"`
 	Sessions   int           `yaml:"sessions" json:"sessions"`
+	// Data is Facts encoded by Options.Encode (Learn, changed proposals only).
+	Data []byte `yaml:"-" json:"-"`
 }
 
 // Evidence is the provenance of one mined item: how many runs showed it, from

@@ -45,14 +45,23 @@ func (e *Engine) traceMemo(id string) (traceMemo, bool) {
 
 // remember memoizes t and returns its memo.
 func (e *Engine) remember(t *Trace) traceMemo {
-	m := traceMemo{key: t.IntentKey, ev: EvidenceOf(t), quarantined: Injection(t)}
+	m := memoOf(t)
+	e.keep(t.ID, m)
+	return m
+}
+
+func memoOf(t *Trace) traceMemo {
+	return traceMemo{key: t.IntentKey, ev: EvidenceOf(t), quarantined: Injection(t)}
+}
+
+// keep memoizes m as the memo of the trace id.
+func (e *Engine) keep(id string, m traceMemo) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.traces == nil || len(e.traces) >= maxTraceMemo {
 		e.traces = map[string]traceMemo{}
 	}
-	e.traces[t.ID] = m
-	return m
+	e.traces[id] = m
 }
 
 // New returns an Engine over s with the real clock.
@@ -322,22 +331,43 @@ func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult,
 		}
 		defer release()
 	}
+	m := memoOf(t) // kept once the trace is saved: an id that failed to save may name another run
+	// Without a facts patch the answer (the entry's confidence and tier
+	// with t counted) does not depend on the trace file: t comes from
+	// memory and a listing that already shows t skips it. So it is worked
+	// out while PutTrace waits for its two fsyncs, instead of after them.
+	var early chan recallResult
+	if facts.Empty() {
+		early = make(chan recallResult, 1)
+		go func() {
+			r, err := e.savedRecall(ctx, t, m)
+			early <- recallResult{r, err}
+		}()
+	}
 	path, err := e.Store.PutTrace(ctx, t)
 	if err != nil {
+		if early != nil {
+			<-early
+		}
 		return nil, fmt.Errorf("saving trace %s: %w", t.ID, err)
 	}
+	e.keep(t.ID, m)
 	res := &SaveResult{Saved: true, ID: t.ID, Domain: t.Domain, Intent: t.Intent, IntentKey: t.IntentKey,
 		Outcome: t.Outcome, TracePath: path, FailureCategory: t.FailureCategory, Lesson: len(t.Steps) == 0,
-		Quarantined: Injection(t)}
+		Quarantined: m.quarantined}
 	if res.Lesson {
 		res.Message = "a lesson: the facts patch is applied and the save recorded for provenance; with no steps it is no evidence (neither a success nor a failure)"
 	}
-	if !facts.Empty() {
+	var r *Recall
+	if early != nil {
+		a := <-early
+		r, err = a.r, a.err
+	} else {
 		if err := e.patchFacts(ctx, t, facts, res); err != nil {
 			return res, err
 		}
+		r, err = e.savedRecall(ctx, t, m)
 	}
-	r, err := e.savedRecall(ctx, t)
 	if err != nil {
 		return res, err
 	}
@@ -348,11 +378,17 @@ func (e *Engine) save(ctx context.Context, t *Trace, facts *Patch) (*SaveResult,
 	return res, nil
 }
 
-// savedRecall answers for the entry of t, just saved, as a query would: its
-// folded evidence, the unfolded runs of its intent and t itself. t and the
-// runs this engine met before come from memory (a save reads no trace it
-// has read before, and none of another intent); the rest is read once.
-func (e *Engine) savedRecall(ctx context.Context, t *Trace) (*Recall, error) {
+type recallResult struct {
+	r   *Recall
+	err error
+}
+
+// savedRecall answers for the entry of t, being saved, as a query would:
+// its folded evidence, the unfolded runs of its intent and t itself (tm, its
+// memo). t and the runs this engine met before come from memory (a save
+// reads no trace it has read before, and none of another intent); the rest
+// is read once. It does not read t's file, so it may run while t is written.
+func (e *Engine) savedRecall(ctx context.Context, t *Trace, tm traceMemo) (*Recall, error) {
 	cfg, err := e.Store.Config(ctx)
 	if err != nil {
 		return nil, err
@@ -407,8 +443,8 @@ func (e *Engine) savedRecall(ctx context.Context, t *Trace) (*Recall, error) {
 			ev = append(ev, m.ev)
 		}
 	}
-	if m := e.remember(t); m.quarantined == "" && !folded[t.ID] && !digest.Holds(m.ev.At) {
-		ev = append(ev, m.ev)
+	if tm.quarantined == "" && !folded[t.ID] && !digest.Holds(tm.ev.At) {
+		ev = append(ev, tm.ev)
 	}
 	en.exp = &Experience{Evidence: ev, Digest: digest}
 	return e.recall(en, NormalizedURL{Domain: t.Domain}, MatchExact, cfg.Policy), nil

@@ -26,6 +26,7 @@ const (
 	envTree  = "PEM_HELPER_TREE"
 	envCount = "PEM_HELPER_COUNT" // saves to make; 0 = until killed
 	envName  = "PEM_HELPER_NAME"
+	envDays  = "PEM_HELPER_NEW_DAYS" // "1": every save on a new day, over 7 domains (new day and domain directories)
 )
 
 func TestHelperSaver(t *testing.T) {
@@ -42,9 +43,17 @@ func TestHelperSaver(t *testing.T) {
 		os.Exit(2)
 	}
 	e := engine.New(s)
+	round, _ := strconv.Atoi(name)
+	newDays := os.Getenv(envDays) == "1"
 	for i := 0; n == 0 || i < n; i++ {
 		req := engine.SaveRequest{URL: "https://example.com/pemdev/pem/issues", Intent: "count open issues",
 			Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "get_text", Selector: "#issues-count"}}}}
+		if newDays {
+			// A day no save of any round used: its directory is created
+			// by this save (and, the first time, its domain's).
+			req.URL = fmt.Sprintf("https://site%d.example/p", i%7)
+			req.Trace.StartedAt = &engine.FlexTime{Time: time.Date(2020, 1, 1, 12, 0, 0, 0, time.UTC).AddDate(0, 0, -(round*2000 + i))}
+		}
 		if i%3 == 0 || n > 0 {
 			req.Facts = &engine.Patch{InteractionHints: []string{fmt.Sprintf("hint %s-%d", name, i)}}
 		}
@@ -76,7 +85,15 @@ func initTree(t *testing.T) string {
 // TestCrashSafety SIGKILLs a saving child at random moments, many times, then
 // checks that every save the child acknowledged is on disk and that every
 // file in the tree parses.
-func TestCrashSafety(t *testing.T) {
+func TestCrashSafety(t *testing.T) { crashRounds(t, false) }
+
+// TestCrashSafetyNewDays: the same, every save the first of its day, so
+// kills land while a day directory is created and its parent fsynced
+// alongside the file (createAt's mkdirAt) or, for a new domain, on the
+// portable path.
+func TestCrashSafetyNewDays(t *testing.T) { crashRounds(t, true) }
+
+func crashRounds(t *testing.T, newDays bool) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary 20 times; run without -short")
 	}
@@ -85,6 +102,9 @@ func TestCrashSafety(t *testing.T) {
 	var acked []string
 	for round := 0; round < 20; round++ {
 		cmd := helperCmd(t, dir, 0, strconv.Itoa(round))
+		if newDays {
+			cmd.Env = append(cmd.Env, envDays+"=1")
+		}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

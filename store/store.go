@@ -304,11 +304,13 @@ func (s *Store) PutTrace(ctx context.Context, t *engine.Trace) (string, error) {
 	if len(data) > MaxTraceBytes {
 		return "", fmt.Errorf("%w: trace %s is %d bytes encoded, over the cap of %d: record fewer or shorter steps", engine.ErrTooLarge, t.ID, len(data), MaxTraceBytes)
 	}
+	// The index learns t's key before t is linked into place: a listing
+	// that runs meanwhile (the engine answers for the entry while the
+	// fsyncs run) then does not read t back. A save that fails leaves a
+	// key for an id no listing will show.
+	s.noteSaved(t.ID, t.IntentKey)
 	err = s.createFile(rel, data)
 	s.forgetDirs(rel)
-	if err == nil {
-		s.noteSaved(t.ID, t.IntentKey)
-	}
 	if errors.Is(err, fs.ErrExist) {
 		return "", fmt.Errorf("%s: %w: traces are immutable; save the run with a new id", rel, engine.ErrExists)
 	}

@@ -6,12 +6,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/pemdev/pem/deeplearn"
 	"github.com/pemdev/pem/engine"
@@ -96,7 +94,14 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 	if err := materializeTree(ctx, st); err != nil {
 		return "", err
 	}
-	ps, warnings, stats, err := deeplearn.Learn(ctx, st, f, now, deeplearn.Options{StateDir: deepLearnState(ctx, st.Root()), Full: full})
+	opt := deeplearn.Options{StateDir: deepLearnState(ctx, st.Root()), Full: full}
+	if !apply {
+		// The review commit's bytes, made on every core while mining (with
+		// thousands of proposals they are most of the commit's cost) and
+		// remembered: a proposal unchanged since the last run is not encoded again.
+		opt.Encode = func(f *engine.Facts) ([]byte, error) { return store.Marshal(f) }
+	}
+	ps, warnings, stats, err := deeplearn.Learn(ctx, st, f, now, opt)
 	if err != nil {
 		return "", err
 	}
@@ -140,22 +145,9 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		maintainTree(ctx, st, log, false) // under the lock taken above
 		return report, nil
 	}
-	// Marshalled on every core: with thousands of proposals it is most of the commit's cost.
-	datas := make([][]byte, len(changed))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, p := range changed {
-		g.Go(func() (err error) {
-			datas[i], err = store.Marshal(p.Facts)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return "", err
-	}
 	files := make(map[string][]byte, len(changed))
-	for i, p := range changed {
-		files[store.FactsPath(p.Domain, p.IntentKey)] = datas[i]
+	for _, p := range changed {
+		files[store.FactsPath(p.Domain, p.IntentKey)] = p.Data
 	}
 	if branch == "" {
 		branch = "pem/deep-learn/" + now.Format("2006-01-02")

@@ -68,6 +68,10 @@ func (R *Repo) CommitToBranch(ctx context.Context, branch string, files map[stri
 		}
 		changes[rp] = &fileState{name: rp, hash: plumbing.ComputeHash(plumbing.BlobObject, data), mode: filemode.Regular, data: data}
 	}
+	// The objects are queued and written together below: as one pack when
+	// there are many (a deep-learn run proposes thousands of files), not as
+	// thousands of loose objects that the next maintenance must repack.
+	r.deferWrites = true
 	newTree, err := r.applyTree(baseTree, changes)
 	if err != nil {
 		return "", err
@@ -98,6 +102,20 @@ func (R *Repo) CommitToBranch(ctx context.Context, branch string, files map[stri
 	h, err := r.writeEncoded(c)
 	if err != nil {
 		return "", fmt.Errorf("writing commit object in %s: %w", r.gitDir, err)
+	}
+	// A proposal unchanged since the last run is the same blob, and mostly
+	// the same trees, as the last review commit's: objects the store holds
+	// already (in a pack, where a loose-object check does not see them)
+	// are not written again.
+	kept := r.pending[:0]
+	for _, o := range r.pending {
+		if r.st.HasEncodedObject(o.hash) != nil {
+			kept = append(kept, o)
+		}
+	}
+	r.pending = kept
+	if err := r.flush(); err != nil {
+		return "", err
 	}
 	if err := r.moveRef(name, old, h); err != nil {
 		return "", err

@@ -2,6 +2,8 @@ package gitrepo
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,4 +122,59 @@ func TestCommitToBranchTreeInSubdirectory(t *testing.T) {
 		t.Fatal("a path escaping the knowledge tree was committed")
 	}
 	gitcli.Run(t, repo, "fsck", "--strict", "--no-dangling")
+}
+
+// A proposal of many files is written as one pack, not as loose objects;
+// the next one, on the same HEAD with the same files (a deep-learn run
+// that found nothing new) after the objects were packed, writes no object
+// that the store holds already: only its commit.
+func TestCommitToBranchWritesOnePackAndNothingTwice(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "facts/x.example/old.yaml", "format: 1\n")
+	if _, err := commitDir(ctx, dir, []string{"facts/x.example/old.yaml"}, "add old", Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	gitcli.Run(t, dir, "repack", "-a", "-d", "-q")
+	files := map[string][]byte{}
+	for i := range 200 {
+		files[fmt.Sprintf("facts/d%03d.example/k%d.yaml", i%40, i/40)] = []byte(fmt.Sprintf("format: 1\nn: %d\n", i))
+	}
+	loose := func() int {
+		n := 0
+		filepath.WalkDir(filepath.Join(dir, ".git", "objects"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && len(filepath.Base(filepath.Dir(p))) == 2 {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	packs := func() int {
+		m, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.pack"))
+		return len(m)
+	}
+	if _, err := commitToBranchDir(ctx, dir, "pem/review-1", files, "proposals", Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, p := loose(), packs(); n != 0 || p != 2 {
+		t.Fatalf("after a proposal of %d files: %d loose objects and %d packs, want 0 and 2", len(files), n, p)
+	}
+	gitcli.Run(t, dir, "repack", "-a", "-d", "-q")
+	if _, err := commitToBranchDir(ctx, dir, "pem/review-2", files, "proposals again", Signature{When: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if n, p := loose(), packs(); n != 1 || p != 1 {
+		t.Fatalf("the same proposal again: %d loose objects and %d packs, want 1 (its commit) and 1", n, p)
+	}
+	if a, b := gitcli.Run(t, dir, "rev-parse", "pem/review-1^{tree}"), gitcli.Run(t, dir, "rev-parse", "pem/review-2^{tree}"); a != b {
+		t.Fatalf("the same files gave trees %s and %s", a, b)
+	}
+	gitcli.Run(t, dir, "fsck", "--strict", "--no-dangling")
 }
