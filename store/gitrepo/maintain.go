@@ -127,7 +127,7 @@ func runGit(ctx context.Context, dir string, args ...string) (string, error) {
 	// No pager, no prompt for credentials on a terminal pem does not own, no
 	// advice lines mixed into the output pem reports.
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_ADVICE=0")
-	out, err := cmd.CombinedOutput()
+	out, err := dieWithParent(cmd)()
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
