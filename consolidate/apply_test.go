@@ -11,6 +11,7 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -170,7 +171,11 @@ func assertStateMatchesDisk(t *testing.T, dir string) {
 	var state []string
 	if gitcli.Run(t, dir, "for-each-ref", gitrepo.StateRef.String()) != "" {
 		if out := gitcli.Run(t, dir, "ls-tree", "-r", "--format=%(objectname) %(path)", gitrepo.StateRef.String()); out != "" {
-			state = strings.Split(out, "\n")
+			for _, l := range strings.Split(out, "\n") {
+				if !strings.HasPrefix(path.Base(l), ".") { // an old layout's .gitkeep
+					state = append(state, l)
+				}
+			}
 		}
 	}
 	sort.Strings(state)
@@ -810,5 +815,83 @@ func TestRunCompactsDecayedEvidence(t *testing.T) {
 	x2, err := st.Experience(ctx, "github.com", "star-count")
 	if err != nil || len(x2.Evidence) != 1 || x2.Successes != 13 || x2.Digest.Successes != 12 {
 		t.Fatalf("after a new run: %v, %d items, %d successes", err, len(x2.Evidence), x2.Successes)
+	}
+}
+
+// A tree made the old way (traces and experience committed on main, as pem
+// did before the state ref) is moved by the first consolidation of this pem:
+// the traces on main and the ones it folds go into the state, main untracks
+// them in one commit, and a run with nothing to fold moves them too.
+func TestRunMovesAnOldStyleTree(t *testing.T) {
+	ctx := context.Background()
+	st, dir := newRepoTree(t)
+	f := newFx(21)
+	// Old style: an ignore file without the state's lines, everything on main.
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".pem.lock\n*.tmp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := []*engine.Trace{
+		f.trace(traceSpec{url: starsURL, intent: "star count", session: "a", at: day0.Add(-days(2)), ok: true, steps: starsRoute}),
+		f.trace(traceSpec{url: starsURL, intent: "star count", session: "b", at: day0.Add(-days(2) + time.Minute), ok: true, steps: starsRoute}),
+	}
+	put(t, st, old...)
+	gitcli.Run(t, dir, "add", "-A")
+	gitcli.Run(t, dir, "commit", "-qm", "traces committed on main, the old way")
+	oldHead := gitcli.Run(t, dir, "rev-parse", "HEAD")
+
+	fresh := f.trace(traceSpec{url: starsURL, intent: "star count", session: "c", at: day0.Add(-time.Hour), ok: true, steps: starsRoute})
+	put(t, st, fresh)
+	res, err := Run(ctx, st, at(day0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Moved != 4 || res.State == "" { // 2 traces and the two .gitkeep files of the old layout
+		t.Fatalf("moved %d files, state %q; want the 4 files main tracked", res.Moved, res.State)
+	}
+	if got := gitcli.Run(t, dir, "log", "--format=%s", oldHead+"..HEAD"); !strings.Contains(got, "pem: move traces/ and experience/ to refs/pem/state") {
+		t.Fatalf("main since the old head:\n%s", got)
+	}
+	state := gitcli.Run(t, dir, "ls-tree", "-r", "--name-only", gitrepo.StateRef.String())
+	for _, tr := range append(old, fresh) {
+		if !strings.Contains(state, store.TracePath(store.RefOf(tr))) {
+			t.Fatalf("state lacks %s:\n%s", store.TracePath(store.RefOf(tr)), state)
+		}
+	}
+	if ign, _ := os.ReadFile(filepath.Join(dir, ".gitignore")); !strings.Contains(string(ign), store.StateIgnore) {
+		t.Fatalf(".gitignore %q lacks the state's lines", ign)
+	}
+	if got := gitcli.Run(t, dir, "show", "HEAD:.gitignore"); !strings.Contains(got, "/traces/") {
+		t.Fatalf(".gitignore on main: %q", got)
+	}
+	assertGitClean(t, dir)
+	x, err := st.Experience(ctx, "github.com", "star-count")
+	if err != nil || x.Attempts != 3 {
+		t.Fatalf("experience after the move: %v, %v; want 3 attempts", x, err)
+	}
+	if out := gitcli.Run(t, dir, "status", "--porcelain", "--untracked-files=all"); out != "" {
+		t.Fatalf("git status after the move:\n%s", out)
+	}
+
+	// An old pem committed everything again (a clone not updated yet): the
+	// next run has nothing to fold and still moves it.
+	gitcli.Run(t, dir, "add", "-f", "traces", "experience")
+	gitcli.Run(t, dir, "commit", "-qm", "an old pem committed the state on main")
+	res, err = Run(ctx, st, at(day0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Plan.Empty() || res.Moved == 0 || len(res.Commits) != 1 {
+		t.Fatalf("a run with nothing to fold: plan %s, moved %d, commits %v", res.Plan, res.Moved, res.Commits)
+	}
+	if got := gitcli.Run(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(got, "traces/") || strings.Contains(got, "experience/") {
+		t.Fatalf("main still tracks the state:\n%s", got)
+	}
+	// Nothing more: no commit.
+	head := gitcli.Run(t, dir, "rev-parse", "HEAD")
+	if res, err = Run(ctx, st, at(day0)); err != nil || len(res.Commits) != 0 || res.State != "" {
+		t.Fatalf("third run: %+v, %v", res, err)
+	}
+	if gitcli.Run(t, dir, "rev-parse", "HEAD") != head {
+		t.Fatal("third run committed")
 	}
 }
