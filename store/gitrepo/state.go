@@ -66,6 +66,9 @@ type StateRequest struct {
 	MainPaths []string `json:"main_paths,omitempty"`
 	// MoveMessage is that commit's message.
 	MoveMessage string `json:"move_message,omitempty"`
+	// KeepMain leaves main alone: nothing is moved (sync's commit of
+	// pending traces, which must stay add-only).
+	KeepMain bool `json:"keep_main,omitempty"`
 }
 
 // StateCommit is what a state commit did.
@@ -182,7 +185,7 @@ func (R *Repo) commitStateRef(ctx context.Context, req *StateRequest, sig Signat
 	if err != nil {
 		return nil, nil, err
 	}
-	if !head.IsZero() {
+	if !head.IsZero() && !req.KeepMain {
 		hc, err := object.GetCommit(r.st, head)
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading HEAD commit %s in %s: %w", head, r.gitDir, err)
@@ -258,8 +261,13 @@ func (R *Repo) commitStateRef(ctx context.Context, req *StateRequest, sig Signat
 		Message:   strings.TrimRight(req.Message, "\n") + "\n",
 		TreeHash:  newTree,
 	}
-	if !tip.IsZero() && !squash {
+	switch {
+	case !tip.IsZero() && !squash:
 		c.ParentHashes = []plumbing.Hash{tip}
+	case !tip.IsZero():
+		// The snapshot names the state it replaced, so that sync can tell
+		// what other clones added since (statesync.go).
+		c.Message += "\n" + replacesTrailer + tip.String() + "\n"
 	}
 	h, err := r.writeEncoded(c)
 	if err != nil {
