@@ -274,7 +274,7 @@ func (h *History) reconcileState(ctx context.Context, l, r plumbing.Hash, opt Sy
 // traces) are left alone. A file that differs on disk from both versions (and
 // from main's, for a tree whose main still tracks it) stops it before
 // anything is written.
-func (h *History) materializeState(ctx context.Context, from, to plumbing.Hash) (int, error) {
+func (h *History) materializeState(ctx context.Context, from, to plumbing.Hash, only ...string) (int, error) {
 	if from == to {
 		return 0, nil
 	}
@@ -298,6 +298,9 @@ func (h *History) materializeState(ctx context.Context, from, to plumbing.Hash) 
 	}
 	var changes []FileChange
 	if err := h.diffTrees(ctx, "", ft, tt, func(c FileChange) error {
+		if len(only) > 0 && !under(c.Path, only) {
+			return nil
+		}
 		changes = append(changes, c)
 		return nil
 	}); err != nil {
@@ -343,6 +346,11 @@ func (h *History) materializeState(ctx context.Context, from, to plumbing.Hash) 
 				n++
 			}
 			continue
+		}
+		if cur, err := gitlogHashFile(name); err != nil {
+			return n, err
+		} else if cur == c.To {
+			continue // already there (a clone's experience, a trace saved here)
 		}
 		if c.ToMode != filemode.Regular && c.ToMode != filemode.Executable {
 			return n, fmt.Errorf("sync: %s in the state is a %s; pem trees hold regular files only: inspect %s", c.Path, c.ToMode, StateRef)
