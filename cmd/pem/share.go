@@ -129,11 +129,13 @@ func runSync(c *cli.Context) error {
 	if remote == "" {
 		remote = "origin"
 	}
-	fmt.Fprintf(w, "synced %s with %s/%s: %d trace(s) committed, %d local commit(s) replayed", dir, remote, res.Branch, res.Committed, res.Replayed)
-	if res.FastForwarded {
+	// Traces travel on the state ref: the counts are main's and the state's
+	// together, and the line ends with both tips.
+	fmt.Fprintf(w, "synced %s with %s/%s: %d trace(s) committed, %d local commit(s) replayed", dir, remote, res.Branch, res.Committed, res.Replayed+res.StateReplayed)
+	if res.FastForwarded || res.StateTaken {
 		fmt.Fprint(w, ", remote commits taken")
 	}
-	if res.Pushed {
+	if res.Pushed || res.StatePushed {
 		fmt.Fprint(w, ", pushed")
 		if res.Retries > 0 {
 			fmt.Fprintf(w, " (after %d push(es) lost to another writer)", res.Retries)
@@ -141,7 +143,17 @@ func runSync(c *cli.Context) error {
 	} else {
 		fmt.Fprint(w, ", nothing to push")
 	}
-	fmt.Fprintf(w, "; now at %s\n", shareShort(res.Head))
+	fmt.Fprintf(w, "; now at %s", shareShort(res.Head))
+	if res.State != "" {
+		fmt.Fprintf(w, ", state %s", shareShort(res.State))
+		if res.StateFiles > 0 {
+			fmt.Fprintf(w, " (%d file(s) of traces and experience updated on disk)", res.StateFiles)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	return nil
 }
 

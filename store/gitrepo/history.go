@@ -765,6 +765,7 @@ type SyncResult struct {
 	// on disk to match it, StatePushed whether the remote's moved. Notes say
 	// what the user should know (two consolidations that diverged).
 	State         string
+	StateTaken    bool // the remote's state had commits the local one took
 	StateReplayed int
 	StateFiles    int
 	StatePushed   bool

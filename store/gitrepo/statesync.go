@@ -482,6 +482,7 @@ func (h *History) syncState(ctx context.Context, opt SyncOptions, res *SyncResul
 	}
 	res.StateReplayed += replayed
 	if n != l {
+		res.StateTaken = res.StateTaken || !r.IsZero()
 		files, err := h.materializeState(ctx, l, n)
 		if err != nil {
 			return err
