@@ -92,7 +92,7 @@ func runMergeDriver(c *cli.Context) error {
 func newSyncCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "sync",
-		Usage:     "commit pending traces, take the remote's commits, replay yours on top, push",
+		Usage:     "commit pending traces, take the remote's commits and state, replay yours on top, push",
 		ArgsUsage: "[REMOTE]",
 		Description: "REMOTE defaults to origin; the branch is the current one. Local commits that only add traces are\n" +
 			"re-applied onto the remote head (they cannot conflict), so sync never merges. Commits that change\n" +
@@ -102,7 +102,16 @@ func newSyncCmd() *cli.Command {
 			"replay, push again, up to 16 tries, with random pauses whose cap starts at 50 ms (or the lost try's\n" +
 			"duration) and doubles up to 8 s. If every try loses, sync exits 75 (contended): nothing is lost, your\n" +
 			"commits stay on the branch; run it again. A remote that refuses the push (credentials, permissions, a\n" +
-			"hook) is not retried and exits 13 with the remote's reason; an unknown REMOTE exits 13 and says how to add it.",
+			"hook) is not retried and exits 13 with the remote's reason; an unknown REMOTE exits 13 and says how to add it.\n\n" +
+			"Traces travel on refs/pem/state, not on the branch (docs/sharing.md): pending traces are committed\n" +
+			"there, the remote's state is fetched, whichever side only added traces since the two last met is\n" +
+			"replayed onto the other (also around a consolidator's snapshot), the result is written to disk (new\n" +
+			"traces and experience, expired traces removed, pending ones kept) and pushed only if the remote still\n" +
+			"has the state fetched (a lease; a lost race is retried as above). --state-only does that alone and\n" +
+			"leaves the branch as it is (the consolidation workflow: its branch changes go to a pull request).",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "state-only", Usage: "sync refs/pem/state (traces and experience) only; leave the branch alone"},
+		},
 		Action: runSync,
 	}
 }
@@ -114,7 +123,7 @@ func runSync(c *cli.Context) error {
 	dir := knowledgeDir(c)
 	sig := gitrepo.DefaultSignature()
 	res, err := syncTree(c.Context, dir, gitrepo.SyncOptions{Remote: c.Args().First(), Name: sig.Name, Email: sig.Email,
-		TracesDir: store.TracesDir, TraceExt: store.TraceExt})
+		TracesDir: store.TracesDir, TraceExt: store.TraceExt, StateOnly: c.Bool("state-only")})
 	switch {
 	case errors.Is(err, gitrepo.ErrNotAddOnly):
 		return cli.Exit(err.Error(), exitInternal)

@@ -735,6 +735,9 @@ type SyncOptions struct {
 	// TracesDir and TraceExt name the tree's trace files (store.TracesDir,
 	// store.TraceExt): the only files Sync commits and replays. Required.
 	TracesDir, TraceExt string
+	// StateOnly syncs the state ref alone and leaves the branch as it is:
+	// a consolidation's job, whose branch changes go to a pull request.
+	StateOnly bool
 
 	// A push lost to another writer is retried (syncretry.go): Tries in all
 	// (default SyncTries), pausing before each retry a random duration up to
@@ -870,6 +873,19 @@ func (l *lostPush) Error() string { return "lost the push race: " + l.err.Error(
 func (l *lostPush) Unwrap() error { return l.err }
 
 func (h *History) syncOnce(ctx context.Context, branch plumbing.ReferenceName, opt SyncOptions, res *SyncResult) error {
+	if opt.StateOnly {
+		err := h.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: opt.Remote, RefSpecs: []config.RefSpec{stateFetchSpec(opt.Remote)}, Auth: opt.Auth})
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			if refused(err) {
+				return fmt.Errorf("sync: fetching %s from %s: %w: %w", StateRef, opt.Remote, ErrRemoteRefused, err)
+			}
+			return fmt.Errorf("sync: fetching %s from %s: %w", StateRef, opt.Remote, err)
+		}
+		if ref, err := h.repo.Head(); err == nil {
+			res.Head = ref.Hash().String()
+		}
+		return h.syncState(ctx, opt, res)
+	}
 	remoteRef := plumbing.NewRemoteReferenceName(opt.Remote, branch.Short())
 	err := h.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: opt.Remote,
@@ -1137,11 +1153,24 @@ func (h *History) checkoutChange(ctx context.Context, from, to plumbing.Hash) er
 	if err != nil {
 		return fmt.Errorf("sync: reading the index: %w", err)
 	}
+	// A file the branch stops tracking because it moved to the state ref
+	// (the consolidation's move commit) stays on disk when the local state
+	// holds it.
+	var stateTree plumbing.Hash
+	if tip, err := h.st.refValue(StateRef); err == nil && !tip.IsZero() {
+		if c, err := h.repo.CommitObject(tip); err == nil {
+			stateTree = c.TreeHash
+		}
+	}
 	for _, c := range changes {
 		name := filepath.Join(h.root, filepath.FromSlash(c.Path))
 		if c.Deleted() {
-			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("sync: removing %s: %w", c.Path, err)
+			if e, ok, err := h.lookup(stateTree, c.Path); err != nil {
+				return err
+			} else if !ok || e.Hash.String() != c.From {
+				if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("sync: removing %s: %w", c.Path, err)
+				}
 			}
 			_, _ = idx.Remove(c.Path)
 			continue

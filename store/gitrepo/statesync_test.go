@@ -253,3 +253,37 @@ func TestSyncStateCreatesAndMaterializes(t *testing.T) {
 		t.Fatalf("fresh clone's disk:\n%s", got)
 	}
 }
+
+// StateOnly (the consolidation workflow): the state is synced with its
+// lease, the branch's local consolidation commit stays local (it goes to a
+// pull request) and the remote's branch does not move.
+func TestSyncStateOnlyLeavesTheBranch(t *testing.T) {
+	bare, c := stateFleet(t, "agent", "ci")
+	t1 := gitlogTrace(t, c["agent"], "a.example", 1)
+	mustSync(t, c["agent"])
+	opt := stateOpt
+	opt.StateOnly = true
+	if res, err := syncDir(context.Background(), c["ci"], opt); err != nil || res.StateFiles != 1 {
+		t.Fatalf("state-only sync before the consolidation: %+v, %v", res, err)
+	}
+	remoteMain := gitcli.Run(t, bare, "rev-parse", "main")
+	gitlogWrite(t, c["ci"], "facts/a.example/x.yaml", "facts from the consolidation\n")
+	gitlogCommit(t, c["ci"], "pem: consolidate 1 trace", 3)
+	localMain := gitcli.Run(t, c["ci"], "rev-parse", "HEAD")
+	consolidateState(t, c["ci"], "folded 1\n")
+	t2 := gitlogTrace(t, c["agent"], "a.example", 2)
+	mustSync(t, c["agent"]) // an agent's trace while the job ran
+	res, err := syncDir(context.Background(), c["ci"], opt)
+	if err != nil || !res.StatePushed || res.Pushed || res.StateReplayed != 1 {
+		t.Fatalf("state-only sync after the consolidation: %+v, %v", res, err)
+	}
+	if got := gitcli.Run(t, bare, "rev-parse", "main"); got != remoteMain {
+		t.Fatal("a state-only sync moved the remote's branch")
+	}
+	if got := gitcli.Run(t, c["ci"], "rev-parse", "HEAD"); got != localMain {
+		t.Fatal("a state-only sync moved the local branch")
+	}
+	if got, want := stateFiles(t, bare, gitrepo.StateRef.String()), "experience/a.example/x.yaml\n"+t1+"\n"+t2; got != want {
+		t.Fatalf("remote state:\n%s\nwant:\n%s", got, want)
+	}
+}
