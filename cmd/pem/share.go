@@ -245,7 +245,11 @@ func newLogCmd() *cli.Command {
 		ArgsUsage: "[DOMAIN[/INTENT]]",
 		Description: "Walks the first-parent history from HEAD and lists the commits that changed the entry's facts or\n" +
 			"experience file, newest first, with the entry's status and revision (or evidence counts) at each.\n" +
-			"INTENT is an intent key or the intent's text. Without an argument: every commit that changed facts/.\n" +
+			"The facts' history is the branch's, whole. The experience lives on refs/pem/state since the tree\n" +
+			"moved it there (docs/scale.md): its commits are listed too, marked [state], and that history is\n" +
+			"bounded — it starts at the state's last snapshot (each expiry of traces makes one); older experience\n" +
+			"versions are on the branch from before the move, or gone. INTENT is an intent key or the intent's\n" +
+			"text. Without an argument: every commit that changed facts/.\n" +
 			"An entry neither in the tree nor in its history exits 4 (not found).",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "show at most `N` commits (0: all)"},
@@ -272,6 +276,21 @@ func runLog(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	stateLog, err := h.StateLog(c.Context, paths, c.Int("limit"))
+	if err != nil {
+		return err
+	}
+	state := map[string]bool{}
+	if len(stateLog) > 0 {
+		for _, e := range stateLog {
+			state[e.Hash] = true
+		}
+		entries = append(entries, stateLog...)
+		sort.SliceStable(entries, func(i, j int) bool { return entries[i].When.After(entries[j].When) })
+		if n := c.Int("limit"); n > 0 && len(entries) > n {
+			entries = entries[:n]
+		}
+	}
 	w := c.App.Writer
 	if len(entries) == 0 && c.Args().First() != "" && !anyExists(dir, paths) {
 		return fmt.Errorf("log: %w: no entry %s in the tree or its history", engine.ErrNotFound, c.Args().First())
@@ -282,7 +301,11 @@ func runLog(c *cli.Context) error {
 	}
 	const maxLines = 20
 	for _, e := range entries {
-		fmt.Fprintf(w, "%s %s %s\n", shareShort(e.Hash), e.When.Format(time.RFC3339), e.Subject)
+		mark := ""
+		if state[e.Hash] {
+			mark = " [state]"
+		}
+		fmt.Fprintf(w, "%s %s %s%s\n", shareShort(e.Hash), e.When.Format(time.RFC3339), e.Subject, mark)
 		for i, ch := range e.Changes {
 			if i == maxLines {
 				fmt.Fprintf(w, "    … and %d more file(s)\n", len(e.Changes)-maxLines)
