@@ -80,4 +80,3 @@ func (h *History) StateLog(ctx context.Context, paths []string, limit int) ([]Lo
 	}
 	return out, nil
 }
-
