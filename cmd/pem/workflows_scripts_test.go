@@ -193,6 +193,27 @@ func TestWorkflowCheckMode(t *testing.T) {
 	if got := mode(fork, "acme/knowledge"); got != "consolidation" {
 		t.Errorf("a consolidation branch of the repository gets %q, want consolidation", got)
 	}
+	// The consolidation of a tree whose experience is on refs/pem/state
+	// changes facts and site entries on the branch: a branch of the
+	// repository that rewrites a site entry is a consolidation.
+	site := clone("site", "pem/consolidate")
+	if code, out, errs := runPem(t, "--knowledge", site, "consolidate", "--now", "2025-06-02"); code != 0 {
+		t.Fatalf("pem consolidate: %d\n%s%s", code, out, errs)
+	}
+	gitcli.Run(t, site, "update-ref", "refs/remotes/origin/main", "HEAD") // merged and fetched
+	siteFile := strings.Split(gitcli.Run(t, site, "ls-files", "facts/*/_site.yaml"), "\n")[0]
+	if siteFile == "" {
+		t.Fatal("the consolidation wrote no site entry: the test proves nothing")
+	}
+	os.WriteFile(filepath.Join(site, siteFile), append(must(os.ReadFile(filepath.Join(site, siteFile))), "# rewritten\n"...), 0o644)
+	gitcli.Run(t, site, "commit", "-q", "-am", "a site entry")
+	if got := mode(site, "acme/knowledge"); got != "consolidation" {
+		t.Errorf("a branch of the repository that rewrites only a site entry gets %q, want consolidation", got)
+	}
+	if got := mode(site, "mallory/knowledge"); got != "pr" {
+		t.Errorf("a fork that rewrites a site entry gets %q, want pr", got)
+	}
+
 	// A branch of the repository that only adds a trace: a contribution.
 	contrib := clone("contrib", "pem/consolidate-y")
 	trace := filepath.Join(contrib, "traces", "new.example", "2025-07-01", "01JZ0000000000000000000000.yaml")
