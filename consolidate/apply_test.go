@@ -594,12 +594,20 @@ func TestKillAtRandomPoints(t *testing.T) {
 		t.Skip("kill test spawns many processes")
 	}
 	base := killTree(t)
-	clean := copyTree(t, base)
-	start := time.Now()
-	if out, err := runChild(clean, day0).CombinedOutput(); err != nil {
-		t.Fatalf("clean run: %v\n%s", err, out)
+	// The kill window is a clean run's duration: the shorter of two (on a
+	// loaded machine one slow run would put most kills after the end).
+	var clean string
+	var full time.Duration
+	for i := 0; i < 2; i++ {
+		clean = copyTree(t, base)
+		start := time.Now()
+		if out, err := runChild(clean, day0).CombinedOutput(); err != nil {
+			t.Fatalf("clean run: %v\n%s", err, out)
+		}
+		if d := time.Since(start); i == 0 || d < full {
+			full = d
+		}
 	}
-	full := time.Since(start)
 	want := treeDigest(t, clean, "experience/", "facts/", "traces/")
 	if !strings.Contains(want, "facts/") {
 		t.Fatal("the clean run wrote no facts")
