@@ -311,7 +311,14 @@ func Maintain(ctx context.Context, st *store.Store, repo *gitrepo.Repo, log *slo
 	if err != nil {
 		return nil
 	}
-	m, err := repo.Maintain(ctx, gitrepo.MaintainOptions{MaxPacks: cfg.Policy.RepackPacks, MaxLoose: cfg.Policy.RepackLoose})
+	// The objects the state's snapshots drop are pruned once the packs have
+	// doubled since the last prune (amortized like the geometric repack);
+	// repack_packs 0 turns that off with the rest.
+	prune := 0.0
+	if cfg.Policy.RepackPacks > 0 {
+		prune = 2
+	}
+	m, err := repo.Maintain(ctx, gitrepo.MaintainOptions{MaxPacks: cfg.Policy.RepackPacks, MaxLoose: cfg.Policy.RepackLoose, PruneGrowth: prune})
 	if err != nil {
 		w := fmt.Sprintf("the git object store was not repacked (nothing is lost; the next consolidation tries again): %v", err)
 		log.Warn("repack", "error", err)
@@ -321,7 +328,7 @@ func Maintain(ctx context.Context, st *store.Store, repo *gitrepo.Repo, log *slo
 		return m
 	}
 	if m.Repacked {
-		log.Info("repacked", "packs", m.Before.Packs, "loose", m.Before.Loose, "packs_after", m.After.Packs, "loose_after", m.After.Loose, "took", m.Took)
+		log.Info("repacked", "packs", m.Before.Packs, "loose", m.Before.Loose, "packs_after", m.After.Packs, "loose_after", m.After.Loose, "pruned", m.Pruned, "took", m.Took)
 	}
 	return m
 }
