@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -318,7 +319,11 @@ func Maintain(ctx context.Context, st *store.Store, repo *gitrepo.Repo, log *slo
 	if cfg.Policy.RepackPacks > 0 {
 		prune = 2
 	}
-	m, err := repo.Maintain(ctx, gitrepo.MaintainOptions{MaxPacks: cfg.Policy.RepackPacks, MaxLoose: cfg.Policy.RepackLoose, PruneGrowth: prune})
+	// PEM_PRUNE_EXPIRE (a git approxidate) replaces the day of grace the
+	// prune keeps unreachable objects: make simulate's days pass in minutes
+	// of real time, so it sets "now".
+	m, err := repo.Maintain(ctx, gitrepo.MaintainOptions{MaxPacks: cfg.Policy.RepackPacks, MaxLoose: cfg.Policy.RepackLoose, PruneGrowth: prune,
+		PruneExpire: os.Getenv("PEM_PRUNE_EXPIRE")})
 	if err != nil {
 		w := fmt.Sprintf("the git object store was not repacked (nothing is lost; the next consolidation tries again): %v", err)
 		log.Warn("repack", "error", err)

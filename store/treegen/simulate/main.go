@@ -319,7 +319,9 @@ func pemRun(c config, tree string, args ...string) (*syscall.Rusage, error) {
 	cmd := exec.Command(c.pem, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Env = append(os.Environ(), "PEM_GIT_AUTHOR_NAME=simulate", "PEM_GIT_AUTHOR_EMAIL=simulate@localhost")
+	// The simulated days pass in minutes: the prune's day of grace for
+	// unreachable objects would keep them all.
+	cmd.Env = append(os.Environ(), "PEM_GIT_AUTHOR_NAME=simulate", "PEM_GIT_AUTHOR_EMAIL=simulate@localhost", "PEM_PRUNE_EXPIRE=now")
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("pem %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
