@@ -272,24 +272,9 @@ func runLog(c *cli.Context) error {
 		return err
 	}
 	defer h.Close()
-	entries, err := h.Log(c.Context, paths, c.Int("limit"))
+	entries, state, err := entryLog(c.Context, h, paths, c.Int("limit"))
 	if err != nil {
 		return err
-	}
-	stateLog, err := h.StateLog(c.Context, paths, c.Int("limit"))
-	if err != nil {
-		return err
-	}
-	state := map[string]bool{}
-	if len(stateLog) > 0 {
-		for _, e := range stateLog {
-			state[e.Hash] = true
-		}
-		entries = append(entries, stateLog...)
-		sort.SliceStable(entries, func(i, j int) bool { return entries[i].When.After(entries[j].When) })
-		if n := c.Int("limit"); n > 0 && len(entries) > n {
-			entries = entries[:n]
-		}
 	}
 	w := c.App.Writer
 	if len(entries) == 0 && c.Args().First() != "" && !anyExists(dir, paths) {
@@ -315,6 +300,32 @@ func runLog(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// entryLog is pem log's list: the branch's commits that changed paths and
+// the state ref's (gitrepo.StateLog: the experience since it moved there),
+// newest first, at most limit (0: all); state names the state's commits.
+func entryLog(ctx context.Context, h *gitrepo.History, paths []string, limit int) ([]gitrepo.LogEntry, map[string]bool, error) {
+	entries, err := h.Log(ctx, paths, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	stateLog, err := h.StateLog(ctx, paths, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	state := map[string]bool{}
+	if len(stateLog) > 0 {
+		for _, e := range stateLog {
+			state[e.Hash] = true
+		}
+		entries = append(entries, stateLog...)
+		sort.SliceStable(entries, func(i, j int) bool { return entries[i].When.After(entries[j].When) })
+		if limit > 0 && len(entries) > limit {
+			entries = entries[:limit]
+		}
+	}
+	return entries, state, nil
 }
 
 // logState describes a file at a commit (store.Describe): pem log's lines

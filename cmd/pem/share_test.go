@@ -969,3 +969,45 @@ func TestCheckIncremental(t *testing.T) {
 		t.Errorf("--since nope: exit %d\n%s", code, out)
 	}
 }
+
+// The knowledge browser's history of an entry (entryHistory) lists the
+// experience's commits on refs/pem/state, marked, with the branch's facts
+// commits, newest first: what pem log prints.
+func TestEntryHistoryListsTheState(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "k")
+	if code, _, errs := runPem(t, "init", dir); code != 0 {
+		t.Fatal(errs)
+	}
+	run := `{"steps":[{"action":"navigate","url":"https://example.com/repo","ok":true}]}`
+	for i, now := range []string{"2026-03-01", "2026-03-02"} {
+		if code, _, errs := runPem(t, "--knowledge", dir, "experience", "save", "https://example.com/repo", run, "--intent", "find stars", "--session", fmt.Sprint(i)); code != 0 {
+			t.Fatal(errs)
+		}
+		if code, _, errs := runPem(t, "--knowledge", dir, "consolidate", "--now", now); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	hist, err := entryHistory(context.Background(), dir, "example.com", "find-stars")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, facts := 0, 0
+	for i, c := range hist {
+		if i > 0 && c.When.After(hist[i-1].When) {
+			t.Errorf("history not newest first: %v after %v", c.When, hist[i-1].When)
+		}
+		for _, ch := range c.Changes {
+			switch {
+			case strings.HasPrefix(ch, "experience/") && strings.HasSuffix(c.Subject, " [state]"):
+				state++
+			case strings.HasPrefix(ch, "facts/") && !strings.HasSuffix(c.Subject, " [state]"):
+				facts++
+			default:
+				t.Errorf("%q in commit %q: experience belongs to the state, facts to the branch", ch, c.Subject)
+			}
+		}
+	}
+	if state != 2 || facts == 0 {
+		t.Fatalf("history lists %d experience changes on the state and %d facts changes, want 2 and some:\n%+v", state, facts, hist)
+	}
+}
