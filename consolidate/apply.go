@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,15 @@ type Result struct {
 	Recovered int      // commits an interrupted earlier run left to make
 	Written   []string // files written, relative to the tree
 	Deleted   []string // traces deleted, relative to the tree
+	// State is the commit made on gitrepo.StateRef (the traces and
+	// experience, off the main branch), "" when none; Squashed says it is a
+	// snapshot with no parent. Moved counts the files main tracked under
+	// traces/ and experience/ that this run moved there (an old-style tree,
+	// or a merged trace-only pull request): the commit that untracked them
+	// is in Commits.
+	State    string
+	Squashed bool
+	Moved    int
 	// Maintenance is what keeping the object store healthy did after the
 	// commits (a repack past pem.yaml's repack_packs or repack_loose); nil
 	// when nothing was committed.
@@ -207,12 +217,17 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 	log := opts.log()
 	if plan.Empty() {
 		log.Info("nothing to consolidate")
-		return nil
+		return moveState(ctx, st, repo, opts, res)
 	}
 	var series *gitrepo.Series
 	if !opts.NoCommit {
-		var err error
-		if series, err = repo.BeginSeries(journalName, commitRequests(plan)); err != nil {
+		ignore, err := st.IgnoreState(ctx)
+		if err != nil {
+			return err
+		}
+		state, reqs := commitRequests(plan)
+		state.MainPaths = []string{ignore}
+		if series, err = repo.BeginStateSeries(journalName, state, reqs); err != nil {
 			return err
 		}
 	}
@@ -268,6 +283,7 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 		return nil
 	}
 	hashes, err := series.Commit(ctx, opts.Signature)
+	res.addState(series.State)
 	if err != nil {
 		return fmt.Errorf("committing the consolidation (the next run commits it): %w", err)
 	}
@@ -277,7 +293,7 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 			log.Info("committed", "commit", h)
 		}
 	}
-	if len(res.Commits) > 0 {
+	if len(res.Commits) > 0 || res.State != "" {
 		res.Maintenance = Maintain(ctx, st, repo, log, plan)
 	}
 	return nil
@@ -296,7 +312,18 @@ func Maintain(ctx context.Context, st *store.Store, repo *gitrepo.Repo, log *slo
 	if err != nil {
 		return nil
 	}
-	m, err := repo.Maintain(ctx, gitrepo.MaintainOptions{MaxPacks: cfg.Policy.RepackPacks, MaxLoose: cfg.Policy.RepackLoose})
+	// The objects the state's snapshots drop are pruned once the packs have
+	// doubled since the last prune (amortized like the geometric repack);
+	// repack_packs 0 turns that off with the rest.
+	prune := 0.0
+	if cfg.Policy.RepackPacks > 0 {
+		prune = 2
+	}
+	// PEM_PRUNE_EXPIRE (a git approxidate) replaces the day of grace the
+	// prune keeps unreachable objects: make simulate's days pass in minutes
+	// of real time, so it sets "now".
+	m, err := repo.Maintain(ctx, gitrepo.MaintainOptions{MaxPacks: cfg.Policy.RepackPacks, MaxLoose: cfg.Policy.RepackLoose, PruneGrowth: prune,
+		PruneExpire: os.Getenv("PEM_PRUNE_EXPIRE")})
 	if err != nil {
 		w := fmt.Sprintf("the git object store was not repacked (nothing is lost; the next consolidation tries again): %v", err)
 		log.Warn("repack", "error", err)
@@ -306,24 +333,28 @@ func Maintain(ctx context.Context, st *store.Store, repo *gitrepo.Repo, log *slo
 		return m
 	}
 	if m.Repacked {
-		log.Info("repacked", "packs", m.Before.Packs, "loose", m.Before.Loose, "packs_after", m.After.Packs, "loose_after", m.After.Loose, "took", m.Took)
+		log.Info("repacked", "packs", m.Before.Packs, "loose", m.Before.Loose, "packs_after", m.After.Packs, "loose_after", m.After.Loose, "pruned", m.Pruned, "took", m.Took)
 	}
 	return m
 }
 
-// commitRequests are the commits of a plan: one for everything but the
-// promotions to verified, then one per promotion.
-func commitRequests(plan *Changeset) []gitrepo.CommitRequest {
-	main := gitrepo.CommitRequest{Message: commitMessage(plan)}
+// commitRequests are the commits of a plan: the state commit (on
+// gitrepo.StateRef: the experience written and the traces folded or
+// expired; a snapshot when traces expire), then on main one commit for
+// everything else but the promotions to verified, then one per promotion.
+func commitRequests(plan *Changeset) (*gitrepo.StateRequest, []gitrepo.CommitRequest) {
+	msg := commitMessage(plan)
+	state := &gitrepo.StateRequest{Dirs: store.StateDirs, Message: msg, Squash: len(plan.Expire) > 0, MaxChain: gitrepo.DefaultStateMaxChain}
+	main := gitrepo.CommitRequest{Message: msg}
 	var verify []gitrepo.CommitRequest
 	for _, e := range plan.Entries {
 		if e.Experience != nil {
-			main.Paths = append(main.Paths, store.ExperiencePath(e.Key.Domain, e.Key.IntentKey))
+			state.Paths = append(state.Paths, store.ExperiencePath(e.Key.Domain, e.Key.IntentKey))
 		}
 		for _, r := range e.Folded {
-			main.Paths = append(main.Paths, store.TracePath(r))
+			state.Paths = append(state.Paths, store.TracePath(r))
 		}
-		main.Paths = append(main.Paths, e.Verdicts...) // shared like traces
+		main.Paths = append(main.Paths, e.Verdicts...) // reviewed with the facts
 		if e.Facts == nil {
 			continue
 		}
@@ -338,9 +369,59 @@ func commitRequests(plan *Changeset) []gitrepo.CommitRequest {
 		main.Paths = append(main.Paths, store.SitePath(s.Domain))
 	}
 	for _, r := range plan.Expire {
-		main.Paths = append(main.Paths, store.TracePath(r))
+		state.Paths = append(state.Paths, store.TracePath(r))
 	}
-	return append([]gitrepo.CommitRequest{main}, verify...)
+	return state, append([]gitrepo.CommitRequest{main}, verify...)
+}
+
+// addState records a state commit in res: its hash with the commits, and
+// the main commit that untracked what main held under the state's
+// directories.
+func (res *Result) addState(s *gitrepo.StateCommit) {
+	if s == nil {
+		return
+	}
+	if s.Hash != "" {
+		res.State = s.Hash
+		res.Squashed = s.Squashed
+	}
+	if s.Move != "" {
+		res.Commits = append(res.Commits, s.Move)
+		res.Moved += s.Moved
+	}
+}
+
+// moveState moves to the state ref what main still tracks under the state's
+// directories when there is nothing to consolidate: an old-style tree whose
+// traces are all folded (its first run with this pem), or nothing else.
+func moveState(ctx context.Context, st *store.Store, repo *gitrepo.Repo, opts Options, res *Result) error {
+	if opts.NoCommit || repo == nil {
+		return nil
+	}
+	tracks, err := repo.TracksState(store.StateDirs)
+	if err != nil || !tracks {
+		return err
+	}
+	ignore, err := st.IgnoreState(ctx)
+	if err != nil {
+		return err
+	}
+	state := &gitrepo.StateRequest{Dirs: store.StateDirs, MainPaths: []string{ignore}, MaxChain: gitrepo.DefaultStateMaxChain,
+		Message: "pem: state of the tree (traces and experience) moved off the main branch"}
+	series, err := repo.BeginStateSeries(journalName, state, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := series.Commit(ctx, opts.Signature); err != nil {
+		res.addState(series.State)
+		return fmt.Errorf("moving traces and experience to %s (the next run completes it): %w", gitrepo.StateRef, err)
+	}
+	res.addState(series.State)
+	opts.log().Info("moved the state off the main branch", "files", res.Moved, "state", res.State)
+	if len(res.Commits) > 0 {
+		res.Maintenance = Maintain(ctx, st, repo, opts.log(), nil)
+	}
+	return nil
 }
 
 // maxBodyLines caps a commit message's body; the plan has the rest.
@@ -429,7 +510,8 @@ func recoverJournal(ctx context.Context, repo *gitrepo.Repo, opts Options, res *
 	if opts.NoCommit {
 		return nil
 	}
-	hashes, found, err := repo.RecoverSeries(ctx, journalName, opts.Signature)
+	hashes, state, found, err := repo.RecoverStateSeries(ctx, journalName, opts.Signature)
+	res.addState(state)
 	if errors.Is(err, gitrepo.ErrBadJournal) {
 		opts.log().Warn("unreadable consolidation journal set aside", "error", err)
 		return nil

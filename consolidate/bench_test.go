@@ -78,7 +78,12 @@ func childBench() int {
 		return 1
 	}
 	t3 := time.Now()
-	if _, err := repo.CommitSeries(ctx, commitRequests(plan), gitrepo.Signature{}); err != nil {
+	state, reqs := commitRequests(plan)
+	if _, err := repo.CommitState(ctx, state, gitrepo.Signature{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := repo.CommitSeries(ctx, reqs, gitrepo.Signature{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

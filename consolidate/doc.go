@@ -13,7 +13,10 @@
 //     D/K r<rev>, contest, expire trace X because its age exceeds ttl_days, create
 //     or update facts). Plans are golden-tested from trees in testdata/.
 //   - Apply writes the plan under the tree lock and commits it as one
-//     journaled gitrepo series (Repo.BeginSeries); Run is Load + Plan +
+//     journaled gitrepo series (Repo.BeginStateSeries): the experience and
+//     traces on gitrepo.StateRef (a snapshot when traces expire), the facts
+//     on the branch, moving off it whatever it still tracks under traces/
+//     and experience/; Run is Load + Plan +
 //     Apply under one lock, over one git handle (Options.Repo, or opened
 //     once per run), through which it also reaches its summary cache.
 //     Schedule runs Run (and deep-learn) on cron specs for pem serve.

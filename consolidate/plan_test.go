@@ -70,7 +70,15 @@ func renderPlan(t testing.TB, plan *Changeset) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(plan.String())
-	for _, req := range commitRequests(plan) {
+	state, reqs := commitRequests(plan)
+	if len(state.Paths) > 0 {
+		squash := ""
+		if state.Squash {
+			squash = ", a snapshot"
+		}
+		fmt.Fprintf(&b, "\n=== state commit on %s (%d paths%s)\n%s\n", gitrepo.StateRef, len(state.Paths), squash, state.Message)
+	}
+	for _, req := range reqs {
 		if len(req.Paths) == 0 {
 			continue
 		}

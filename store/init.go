@@ -26,8 +26,9 @@ const gitattributes = GitAttributes
 // gitrepo.(*Repo).InstallMergeDriver adds to an existing tree.
 const GitAttributes = "experience/** linguist-generated=true merge=pem\ntraces/** linguist-generated=true\nverdicts/** linguist-generated=true\nfacts/** merge=pem\n"
 
-// gitignore keeps the lock file and leftover temporary files out of git.
-const gitignore = ".pem.lock\n*.tmp\n"
+// gitignore keeps the lock file and leftover temporary files out of git,
+// and the state's directories off the main branch (StateIgnore).
+const gitignore = ".pem.lock\n*.tmp\n" + StateIgnore
 
 // InitFiles names what Init creates, for messages: the files, and the
 // directories with a trailing slash.

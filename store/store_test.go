@@ -65,7 +65,8 @@ func TestInit(t *testing.T) {
 		t.Errorf(".gitattributes = %q, want %q", attrs, want)
 	}
 	ign, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
-	if err != nil || string(ign) != ".pem.lock\n*.tmp\n" {
+	// The state's directories live on gitrepo.StateRef, not on main.
+	if err != nil || string(ign) != ".pem.lock\n*.tmp\n/traces/\n/experience/\n" {
 		t.Errorf(".gitignore = %q, %v", ign, err)
 	}
 	for _, d := range []string{"traces", "experience", "facts"} {
@@ -123,7 +124,7 @@ func TestInitExistingDirKeepsFiles(t *testing.T) {
 	if _, err := store.Init(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(mustRead(t, filepath.Join(dir, ".gitignore"))); got != "node_modules\n*.tmp\n.pem.lock\n" {
+	if got := string(mustRead(t, filepath.Join(dir, ".gitignore"))); got != "node_modules\n*.tmp\n.pem.lock\n/traces/\n/experience/\n" {
 		t.Errorf(".gitignore = %q: want the user's lines kept and .pem.lock added", got)
 	}
 }

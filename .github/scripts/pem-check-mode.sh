@@ -10,7 +10,9 @@
 # contribution rules), and a line on stderr saying why. "consolidation" only
 # when the head branch lives in the base repository itself (only people and
 # workflows with write access push there) and the change does what only a
-# consolidation does: rewrite experience/ or remove expired traces.
+# consolidation does: rewrite experience/ (a tree from before refs/pem/state)
+# or a site entry (facts/<domain>/_site.yaml), or remove traces (expired, or
+# moved to refs/pem/state).
 # Everything else, every fork included, gets "pr".
 #
 # Environment: BASE_REPO and HEAD_REPO (owner/name of the pull request's base
@@ -38,11 +40,12 @@ while IFS=$'\t' read -r status path rest; do
   [ -n "${rest:-}" ] && path=$rest # renames and copies: the new path
   case $path in
     "$prefix"experience/*) derived=1 ;;
+    "$prefix"facts/*/_site.yaml) derived=1 ;; # site entries: written only by consolidation
     "$prefix"traces/*) case $status in D* | M* | R*) derived=1 ;; esac ;;
   esac
 done < <(git diff --name-status --no-renames "origin/$base_ref...HEAD" -- "$kdir")
 if [ "$derived" = 1 ]; then
-  echo "pem-check-mode: a branch of $base_repo that rewrites experience/ or removes traces: a consolidation" >&2
+  echo "pem-check-mode: a branch of $base_repo that rewrites experience/ or a site entry, or removes traces: a consolidation" >&2
   echo consolidation
 else
   echo "pem-check-mode: a branch of $base_repo that adds traces or edits facts only: a contribution" >&2

@@ -19,9 +19,10 @@ func newCloneCmd() *cli.Command {
 		Name:      "clone",
 		Usage:     "clone a shared knowledge tree with its facts and experience only, for a fleet agent's start",
 		ArgsUsage: "URL DIR",
-		Description: "Fetches what an agent needs at run start — facts/, experience/, pem.yaml and the other top-level\n" +
-			"files of the last commit — and neither the history nor the traces: a shallow (--depth=1), blobless\n" +
-			"(--filter=blob:none), sparse clone, whose cost follows the size of the knowledge, not the history's\n" +
+		Description: "Fetches what an agent needs at run start — facts/, pem.yaml and the other top-level files of the\n" +
+			"last commit, and the experience of refs/pem/state's tip — and neither the history nor the traces: a\n" +
+			"shallow (--depth=1), blobless (--filter=blob:none), sparse clone, the state's tip the same way and\n" +
+			"its experience's blobs in one batch, whose cost follows the size of the knowledge, not the history's\n" +
 			"length (docs/scale.md). pem experience query, memory, save and sync work in it as in a full clone;\n" +
 			"pem consolidate and deep-learn first fetch and check out the traces the clone left out (the remote\n" +
 			"must be reachable then); pem log and diff see only the history fetched since the clone.\n" +

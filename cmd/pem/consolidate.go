@@ -16,6 +16,7 @@ import (
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/engine/web"
 	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/gitrepo"
 )
 
 func init() { register(newConsolidateCmd, newServeCmd) }
@@ -31,7 +32,10 @@ func newConsolidateCmd() *cli.Command {
 		Description: "Takes the tree lock, folds every trace not folded yet into experience (a trace counts once, ever),\n" +
 			"recomputes confidence, moves facts statuses (hypothesis → candidate → verified, verified → contested),\n" +
 			"creates and updates facts from the evidence (verified content is frozen), deletes folded traces older\n" +
-			"than ttl_days, and commits exactly what it wrote (each promotion to verified in its own commit).\n" +
+			"than ttl_days, and commits exactly what it wrote: facts on the branch (each promotion to verified in\n" +
+			"its own commit), traces and experience on refs/pem/state, off the main history — a snapshot with no\n" +
+			"parent when traces expire or after 64 state commits (docs/scale.md). Traces or experience the branch\n" +
+			"still tracks (a tree made before, a merged trace-only pull request) are moved there in one commit.\n" +
 			"Nothing new: no write, no commit. --dry-run prints every planned change with its reason.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "now", Usage: "consolidate as of `TIME` (RFC 3339, YYYY-MM-DDTHH:MM or YYYY-MM-DD) instead of the clock"},
@@ -106,6 +110,16 @@ func runConsolidate(c *cli.Context) error {
 		summary += " (not committed)"
 	case len(res.Commits) > 0:
 		summary += fmt.Sprintf("; %d %s, HEAD %s", len(res.Commits), plural(len(res.Commits), "commit", "commits"), shortHash(res.Commits[len(res.Commits)-1]))
+	}
+	if res.State != "" {
+		// Traces and experience: on refs/pem/state, off the main history.
+		summary += "; state " + shortHash(res.State)
+		if res.Squashed {
+			summary += " (a snapshot: the state's older commits are dropped)"
+		}
+	}
+	if res.Moved > 0 {
+		summary += fmt.Sprintf("; moved %d files of traces/ and experience/ from the branch to %s (they stay on disk)", res.Moved, gitrepo.StateRef)
 	}
 	fmt.Fprintln(out, summary)
 	return nil

@@ -92,7 +92,7 @@ func runMergeDriver(c *cli.Context) error {
 func newSyncCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "sync",
-		Usage:     "commit pending traces, take the remote's commits, replay yours on top, push",
+		Usage:     "commit pending traces, take the remote's commits and state, replay yours on top, push",
 		ArgsUsage: "[REMOTE]",
 		Description: "REMOTE defaults to origin; the branch is the current one. Local commits that only add traces are\n" +
 			"re-applied onto the remote head (they cannot conflict), so sync never merges. Commits that change\n" +
@@ -102,7 +102,16 @@ func newSyncCmd() *cli.Command {
 			"replay, push again, up to 16 tries, with random pauses whose cap starts at 50 ms (or the lost try's\n" +
 			"duration) and doubles up to 8 s. If every try loses, sync exits 75 (contended): nothing is lost, your\n" +
 			"commits stay on the branch; run it again. A remote that refuses the push (credentials, permissions, a\n" +
-			"hook) is not retried and exits 13 with the remote's reason; an unknown REMOTE exits 13 and says how to add it.",
+			"hook) is not retried and exits 13 with the remote's reason; an unknown REMOTE exits 13 and says how to add it.\n\n" +
+			"Traces travel on refs/pem/state, not on the branch (docs/sharing.md): pending traces are committed\n" +
+			"there, the remote's state is fetched, whichever side only added traces since the two last met is\n" +
+			"replayed onto the other (also around a consolidator's snapshot), the result is written to disk (new\n" +
+			"traces and experience, expired traces removed, pending ones kept) and pushed only if the remote still\n" +
+			"has the state fetched (a lease; a lost race is retried as above). --state-only does that alone and\n" +
+			"leaves the branch as it is (the consolidation workflow: its branch changes go to a pull request).",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "state-only", Usage: "sync refs/pem/state (traces and experience) only; leave the branch alone"},
+		},
 		Action: runSync,
 	}
 }
@@ -114,7 +123,7 @@ func runSync(c *cli.Context) error {
 	dir := knowledgeDir(c)
 	sig := gitrepo.DefaultSignature()
 	res, err := syncTree(c.Context, dir, gitrepo.SyncOptions{Remote: c.Args().First(), Name: sig.Name, Email: sig.Email,
-		TracesDir: store.TracesDir, TraceExt: store.TraceExt})
+		TracesDir: store.TracesDir, TraceExt: store.TraceExt, StateOnly: c.Bool("state-only")})
 	switch {
 	case errors.Is(err, gitrepo.ErrNotAddOnly):
 		return cli.Exit(err.Error(), exitInternal)
@@ -129,11 +138,13 @@ func runSync(c *cli.Context) error {
 	if remote == "" {
 		remote = "origin"
 	}
-	fmt.Fprintf(w, "synced %s with %s/%s: %d trace(s) committed, %d local commit(s) replayed", dir, remote, res.Branch, res.Committed, res.Replayed)
-	if res.FastForwarded {
+	// Traces travel on the state ref: the counts are main's and the state's
+	// together, and the line ends with both tips.
+	fmt.Fprintf(w, "synced %s with %s/%s: %d trace(s) committed, %d local commit(s) replayed", dir, remote, res.Branch, res.Committed, res.Replayed+res.StateReplayed)
+	if res.FastForwarded || res.StateTaken {
 		fmt.Fprint(w, ", remote commits taken")
 	}
-	if res.Pushed {
+	if res.Pushed || res.StatePushed {
 		fmt.Fprint(w, ", pushed")
 		if res.Retries > 0 {
 			fmt.Fprintf(w, " (after %d push(es) lost to another writer)", res.Retries)
@@ -141,7 +152,17 @@ func runSync(c *cli.Context) error {
 	} else {
 		fmt.Fprint(w, ", nothing to push")
 	}
-	fmt.Fprintf(w, "; now at %s\n", shareShort(res.Head))
+	fmt.Fprintf(w, "; now at %s", shareShort(res.Head))
+	if res.State != "" {
+		fmt.Fprintf(w, ", state %s", shareShort(res.State))
+		if res.StateFiles > 0 {
+			fmt.Fprintf(w, " (%d file(s) of traces and experience updated on disk)", res.StateFiles)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	return nil
 }
 
@@ -224,7 +245,11 @@ func newLogCmd() *cli.Command {
 		ArgsUsage: "[DOMAIN[/INTENT]]",
 		Description: "Walks the first-parent history from HEAD and lists the commits that changed the entry's facts or\n" +
 			"experience file, newest first, with the entry's status and revision (or evidence counts) at each.\n" +
-			"INTENT is an intent key or the intent's text. Without an argument: every commit that changed facts/.\n" +
+			"The facts' history is the branch's, whole. The experience lives on refs/pem/state since the tree\n" +
+			"moved it there (docs/scale.md): its commits are listed too, marked [state], and that history is\n" +
+			"bounded — it starts at the state's last snapshot (each expiry of traces makes one); older experience\n" +
+			"versions are on the branch from before the move, or gone. INTENT is an intent key or the intent's\n" +
+			"text. Without an argument: every commit that changed facts/.\n" +
 			"An entry neither in the tree nor in its history exits 4 (not found).",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "show at most `N` commits (0: all)"},
@@ -247,7 +272,7 @@ func runLog(c *cli.Context) error {
 		return err
 	}
 	defer h.Close()
-	entries, err := h.Log(c.Context, paths, c.Int("limit"))
+	entries, state, err := entryLog(c.Context, h, paths, c.Int("limit"))
 	if err != nil {
 		return err
 	}
@@ -261,7 +286,11 @@ func runLog(c *cli.Context) error {
 	}
 	const maxLines = 20
 	for _, e := range entries {
-		fmt.Fprintf(w, "%s %s %s\n", shareShort(e.Hash), e.When.Format(time.RFC3339), e.Subject)
+		mark := ""
+		if state[e.Hash] {
+			mark = " [state]"
+		}
+		fmt.Fprintf(w, "%s %s %s%s\n", shareShort(e.Hash), e.When.Format(time.RFC3339), e.Subject, mark)
 		for i, ch := range e.Changes {
 			if i == maxLines {
 				fmt.Fprintf(w, "    … and %d more file(s)\n", len(e.Changes)-maxLines)
@@ -271,6 +300,32 @@ func runLog(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// entryLog is pem log's list: the branch's commits that changed paths and
+// the state ref's (gitrepo.StateLog: the experience since it moved there),
+// newest first, at most limit (0: all); state names the state's commits.
+func entryLog(ctx context.Context, h *gitrepo.History, paths []string, limit int) ([]gitrepo.LogEntry, map[string]bool, error) {
+	entries, err := h.Log(ctx, paths, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	stateLog, err := h.StateLog(ctx, paths, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	state := map[string]bool{}
+	if len(stateLog) > 0 {
+		for _, e := range stateLog {
+			state[e.Hash] = true
+		}
+		entries = append(entries, stateLog...)
+		sort.SliceStable(entries, func(i, j int) bool { return entries[i].When.After(entries[j].When) })
+		if limit > 0 && len(entries) > limit {
+			entries = entries[:limit]
+		}
+	}
+	return entries, state, nil
 }
 
 // logState describes a file at a commit (store.Describe): pem log's lines

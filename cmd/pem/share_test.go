@@ -136,6 +136,7 @@ func shareSetup(t *testing.T) (origin string, want map[string][]string) {
 	if _, err := store.Init(ctx, origin); err != nil {
 		t.Fatal(err)
 	}
+	oldStyleIgnore(t, origin) // merges of experience on branches: a tree from before the state ref
 	gitcli.Run(t, root, "init", "-q", "-b", "main", origin)
 	base := shareOpen(t, "base", origin, 1)
 	const stars, newer = "find stars", "count forks"
@@ -363,6 +364,17 @@ func TestMergeDriverUnmergeable(t *testing.T) {
 	}
 }
 
+// oldStyleIgnore gives the tree at dir the .gitignore pem init wrote before
+// the state ref (gitrepo.StateRef): traces and experience are committed on
+// the branch, as in every tree made then — the history pem log, diff, check
+// --pr and the merge driver must keep reading.
+func oldStyleIgnore(t testing.TB, dir string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".pem.lock\n*.tmp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // shareHistoryRepo makes a repository with a short, known history of one entry.
 func shareHistoryRepo(t *testing.T) (dir string, commits []string) {
 	ctx := context.Background()
@@ -370,6 +382,7 @@ func shareHistoryRepo(t *testing.T) (dir string, commits []string) {
 	if _, err := store.Init(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
+	oldStyleIgnore(t, dir) // a history with experience on main: log, diff and check --pr read it
 	gitcli.Run(t, dir, "init", "-q", "-b", "main")
 	gitcli.Run(t, dir, "add", "-A")
 	gitcli.Run(t, dir, "commit", "-q", "-m", "pem: init")
@@ -628,29 +641,38 @@ func TestSyncCommand(t *testing.T) {
 	gitcli.Run(t, a, "push", "-q", "origin", "main")
 	gitcli.Run(t, root, "clone", "-q", bare, b)
 	ta, tb := shareOpen(t, "a", a, 1), shareOpen(t, "b", b, 2)
+	state := gitrepo.StateRef.String()
+	// Sync shares traces on the state ref; consolidation does the rest.
 	ta.run(t, "example.com", "find stars", 0, true, "#stars")
-	gitcli.Run(t, a, "checkout", "--", "experience") // sync shares traces; consolidation does the rest
-	gitcli.Run(t, a, "clean", "-fdq", "experience")
-	if code, out, errs := runPem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "1 trace(s) committed") || !strings.Contains(out, "pushed") {
+	if code, out, errs := runPem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "1 trace(s) committed") || !strings.Contains(out, "pushed") || !strings.Contains(out, ", state ") {
 		t.Fatalf("sync a: %d %s %s", code, out, errs)
 	}
 	tb.run(t, "example.com", "find stars", 1, true, "#stars")
-	gitcli.Run(t, b, "clean", "-fdq", "experience")
-	if code, out, errs := runPem(t, "--knowledge", b, "sync", "origin"); code != 0 || !strings.Contains(out, "remote commits taken") {
+	if code, out, errs := runPem(t, "--knowledge", b, "sync", "origin"); code != 0 || !strings.Contains(out, "remote commits taken") || !strings.Contains(out, "1 local commit(s) replayed") {
 		t.Fatalf("sync b: %d %s %s", code, out, errs)
 	}
-	if code, out, errs := runPem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "nothing to push") {
+	if code, out, errs := runPem(t, "--knowledge", a, "sync"); code != 0 || !strings.Contains(out, "nothing to push") || !strings.Contains(out, "1 file(s) of traces and experience updated") {
 		t.Fatalf("sync a again: %d %s %s", code, out, errs)
 	}
-	if n := strings.Count(gitcli.Run(t, a, "ls-files", "traces"), ".yaml"); n != 2 {
-		t.Fatalf("a has %d traces after syncing, want 2", n)
+	if n := strings.Count(gitcli.Run(t, a, "ls-tree", "-r", "--name-only", state, "traces"), ".yaml"); n != 2 {
+		t.Fatalf("a's state has %d traces after syncing, want 2", n)
 	}
-	// A local commit that is not add-only: exit 1 with what to do.
+	if n := gitcli.Run(t, a, "ls-files", "traces", "experience"); n != "" {
+		t.Fatalf("main tracks state files:\n%s", n)
+	}
+	if out := gitcli.Run(t, a, "status", "--porcelain"); out != "" {
+		t.Fatalf("git status in a:\n%s", out)
+	}
+	// A local commit on main that is not add-only, while main moved on the
+	// remote (a hand edit from a): exit 1 with what to do.
 	os.WriteFile(filepath.Join(b, "pem.yaml"), append(must(os.ReadFile(filepath.Join(b, "pem.yaml"))), "# edit\n"...), 0o644)
 	gitcli.Run(t, b, "commit", "-q", "-am", "edit policy")
+	os.WriteFile(filepath.Join(a, "pem.yaml"), append(must(os.ReadFile(filepath.Join(a, "pem.yaml"))), "# another edit\n"...), 0o644)
+	gitcli.Run(t, a, "commit", "-q", "-am", "edit policy elsewhere")
 	ta.run(t, "example.com", "find stars", 2, true, "#stars")
-	gitcli.Run(t, a, "clean", "-fdq", "experience")
-	runPem(t, "--knowledge", a, "sync")
+	if code, out, errs := runPem(t, "--knowledge", a, "sync"); code != 0 {
+		t.Fatalf("sync a with a main commit: %d %s %s", code, out, errs)
+	}
 	code, _, errs := runPem(t, "--knowledge", b, "sync")
 	if code != exitInternal || !strings.Contains(errs, "pull request") || strings.Contains(errs, "report it") {
 		t.Fatalf("non-add-only sync: exit %d, %s", code, errs)
@@ -945,5 +967,47 @@ func TestCheckIncremental(t *testing.T) {
 	}
 	if code, out := check("--since", "nope"); code != exitUsage {
 		t.Errorf("--since nope: exit %d\n%s", code, out)
+	}
+}
+
+// The knowledge browser's history of an entry (entryHistory) lists the
+// experience's commits on refs/pem/state, marked, with the branch's facts
+// commits, newest first: what pem log prints.
+func TestEntryHistoryListsTheState(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "k")
+	if code, _, errs := runPem(t, "init", dir); code != 0 {
+		t.Fatal(errs)
+	}
+	run := `{"steps":[{"action":"navigate","url":"https://example.com/repo","ok":true}]}`
+	for i, now := range []string{"2026-03-01", "2026-03-02"} {
+		if code, _, errs := runPem(t, "--knowledge", dir, "experience", "save", "https://example.com/repo", run, "--intent", "find stars", "--session", fmt.Sprint(i)); code != 0 {
+			t.Fatal(errs)
+		}
+		if code, _, errs := runPem(t, "--knowledge", dir, "consolidate", "--now", now); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	hist, err := entryHistory(context.Background(), dir, "example.com", "find-stars")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, facts := 0, 0
+	for i, c := range hist {
+		if i > 0 && c.When.After(hist[i-1].When) {
+			t.Errorf("history not newest first: %v after %v", c.When, hist[i-1].When)
+		}
+		for _, ch := range c.Changes {
+			switch {
+			case strings.HasPrefix(ch, "experience/") && strings.HasSuffix(c.Subject, " [state]"):
+				state++
+			case strings.HasPrefix(ch, "facts/") && !strings.HasSuffix(c.Subject, " [state]"):
+				facts++
+			default:
+				t.Errorf("%q in commit %q: experience belongs to the state, facts to the branch", ch, c.Subject)
+			}
+		}
+	}
+	if state != 2 || facts == 0 {
+		t.Fatalf("history lists %d experience changes on the state and %d facts changes, want 2 and some:\n%+v", state, facts, hist)
 	}
 }

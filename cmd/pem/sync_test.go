@@ -108,9 +108,11 @@ func TestSyncRace(t *testing.T) {
 		t.Fatalf("%d of %d saves or syncs failed:\n%s", len(failures), clones*saves, strings.Join(failures, "\n"))
 	}
 
-	// Every trace is on the remote, in a linear history, and fsck is clean.
+	// Every trace is on the remote's state ref (where sync shares them), in
+	// a linear history, and fsck is clean.
+	state := gitrepo.StateRef.String()
 	var onRemote []string
-	for _, l := range strings.Split(gitcli.Run(t, bare, "ls-tree", "-r", "--name-only", "main", "traces"), "\n") {
+	for _, l := range strings.Split(gitcli.Run(t, bare, "ls-tree", "-r", "--name-only", state, "traces"), "\n") {
 		if strings.HasSuffix(l, ".yaml") {
 			onRemote = append(onRemote, l)
 		}
@@ -123,7 +125,7 @@ func TestSyncRace(t *testing.T) {
 			t.Errorf("the remote has %s, which no clone saved", p)
 		}
 	}
-	if merges := gitcli.Run(t, bare, "rev-list", "--min-parents=2", "--count", "main"); merges != "0" {
+	if merges := gitcli.Run(t, bare, "rev-list", "--min-parents=2", "--count", state); merges != "0" {
 		t.Errorf("the remote's history has %s merge commits, want a linear history", merges)
 	}
 	if out, err := gitcli.Output(bare, "fsck", "--strict", "--no-dangling"); err != nil || out != "" {
@@ -135,8 +137,13 @@ func TestSyncRace(t *testing.T) {
 		if code, _, errs := runPem(t, "--knowledge", d, "sync"); code != 0 {
 			t.Fatalf("final sync of clone %d: exit %d %s", i, code, errs)
 		}
-		files := strings.Split(gitcli.Run(t, d, "ls-files", "traces"), "\n")
+		files := strings.Split(gitcli.Run(t, d, "ls-tree", "-r", "--name-only", state, "traces"), "\n")
 		files = filterSuffix(files, ".yaml")
+		for _, f := range files { // and on disk
+			if _, err := os.Stat(filepath.Join(d, f)); err != nil {
+				t.Errorf("clone %d: %s is in its state but not on disk: %v", i, f, err)
+			}
+		}
 		sort.Strings(files)
 		sort.Strings(onRemote)
 		if strings.Join(files, "\n") != strings.Join(onRemote, "\n") {

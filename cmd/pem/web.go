@@ -65,13 +65,16 @@ func entryHistory(ctx context.Context, dir, domain, key string) ([]web.Commit, e
 		return nil, err
 	}
 	defer h.Close()
-	entries, err := h.Log(ctx, paths, maxHistory)
+	entries, state, err := entryLog(ctx, h, paths, maxHistory)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]web.Commit, 0, len(entries))
 	for _, e := range entries {
 		cm := web.Commit{Hash: e.Hash, When: e.When, Subject: e.Subject}
+		if state[e.Hash] {
+			cm.Subject += " [state]" // on refs/pem/state, not the branch
+		}
 		for _, ch := range e.Changes {
 			cm.Changes = append(cm.Changes, ch.Path+": "+logState(ctx, h, ch))
 		}

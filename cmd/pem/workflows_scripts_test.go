@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"github.com/pemdev/pem/store/storetest/gitcli"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -54,6 +57,9 @@ func knowledgeOnlyRepo(t *testing.T, intents, traces int) string {
 	}
 	gitcli.Run(t, dir, "init", "-q", "-b", "main")
 	gitcli.Run(t, dir, "add", "-A")
+	// The traces came through trace-only pull requests: tracked on main
+	// until the consolidation moves them to refs/pem/state.
+	gitcli.Run(t, dir, "add", "-f", "traces")
 	gitcli.Run(t, dir, "commit", "-q", "-m", "knowledge")
 	return dir
 }
@@ -84,8 +90,16 @@ func TestWorkflowPRBody(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("pem diff: %d %s", code, errs)
 	}
-	if !strings.Contains(full, "300 entries changed") {
-		t.Fatalf("the diff is not of 300 entries:\n%.300s", full)
+	// Main's diff: the facts the consolidation made (the experience is on
+	// refs/pem/state); most of the 300 entries have facts after it.
+	facts := 0
+	for _, l := range strings.Split(gitcli.Run(t, dir, "ls-tree", "-r", "--name-only", "HEAD", "facts"), "\n") {
+		if strings.HasSuffix(l, ".yaml") && !strings.HasSuffix(l, "/_site.yaml") {
+			facts++
+		}
+	}
+	if facts < 250 || !strings.Contains(full, fmt.Sprintf("%d entries changed", facts)) {
+		t.Fatalf("the diff is not of the %d entries with facts:\n%.300s", facts, full)
 	}
 	if len(full) <= 65536 {
 		t.Fatalf("the diff of 300 entries is %d bytes: too small to test the cut", len(full))
@@ -158,8 +172,12 @@ func TestWorkflowCheckMode(t *testing.T) {
 	if code, out, errs := runPem(t, "--knowledge", fork, "consolidate", "--now", "2025-06-02"); code != 0 {
 		t.Fatalf("pem consolidate: %d\n%s%s", code, out, errs)
 	}
+	// The experience it wrote goes to refs/pem/state; the fork commits it
+	// on the branch, as a hostile or old-style consolidation would.
+	gitcli.Run(t, fork, "add", "-f", "experience")
+	gitcli.Run(t, fork, "commit", "-q", "-m", "experience on the branch")
 	if gitcli.Run(t, fork, "diff", "--name-only", "origin/main...HEAD", "--", "experience") == "" {
-		t.Fatalf("the consolidation changed no experience/ file: the test proves nothing\n%s", gitcli.Run(t, fork, "log", "--stat", "-3"))
+		t.Fatalf("the fork's branch changes no experience/ file: the test proves nothing\n%s", gitcli.Run(t, fork, "log", "--stat", "-3"))
 	}
 	if got := mode(fork, "mallory/knowledge"); got != "pr" {
 		t.Fatalf("a fork's pem/consolidate-x branch gets %q, want the strict pr check", got)
@@ -175,12 +193,33 @@ func TestWorkflowCheckMode(t *testing.T) {
 	if got := mode(fork, "acme/knowledge"); got != "consolidation" {
 		t.Errorf("a consolidation branch of the repository gets %q, want consolidation", got)
 	}
+	// The consolidation of a tree whose experience is on refs/pem/state
+	// changes facts and site entries on the branch: a branch of the
+	// repository that rewrites a site entry is a consolidation.
+	site := clone("site", "pem/consolidate")
+	if code, out, errs := runPem(t, "--knowledge", site, "consolidate", "--now", "2025-06-02"); code != 0 {
+		t.Fatalf("pem consolidate: %d\n%s%s", code, out, errs)
+	}
+	gitcli.Run(t, site, "update-ref", "refs/remotes/origin/main", "HEAD") // merged and fetched
+	siteFile := strings.Split(gitcli.Run(t, site, "ls-files", "facts/*/_site.yaml"), "\n")[0]
+	if siteFile == "" {
+		t.Fatal("the consolidation wrote no site entry: the test proves nothing")
+	}
+	os.WriteFile(filepath.Join(site, siteFile), append(must(os.ReadFile(filepath.Join(site, siteFile))), "# rewritten\n"...), 0o644)
+	gitcli.Run(t, site, "commit", "-q", "-am", "a site entry")
+	if got := mode(site, "acme/knowledge"); got != "consolidation" {
+		t.Errorf("a branch of the repository that rewrites only a site entry gets %q, want consolidation", got)
+	}
+	if got := mode(site, "mallory/knowledge"); got != "pr" {
+		t.Errorf("a fork that rewrites a site entry gets %q, want pr", got)
+	}
+
 	// A branch of the repository that only adds a trace: a contribution.
 	contrib := clone("contrib", "pem/consolidate-y")
 	trace := filepath.Join(contrib, "traces", "new.example", "2025-07-01", "01JZ0000000000000000000000.yaml")
 	os.MkdirAll(filepath.Dir(trace), 0o755)
 	os.WriteFile(trace, []byte("format: 1\n"), 0o644)
-	gitcli.Run(t, contrib, "add", "-A")
+	gitcli.Run(t, contrib, "add", "-f", trace) // traces/ is ignored on main: a contributor adds with -f
 	gitcli.Run(t, contrib, "commit", "-q", "-m", "a trace")
 	if got := mode(contrib, "acme/knowledge"); got != "pr" {
 		t.Errorf("a trace-only branch of the repository gets %q, want pr", got)
@@ -219,5 +258,99 @@ func TestWorkflowsForKnowledgeOnlyRepos(t *testing.T) {
 				t.Errorf("%s runs %s: %v", name, s, err)
 			}
 		}
+	}
+}
+
+// TestWorkflowConsolidateJobSharesTheState runs the consolidation job's pem
+// and git commands (pem-consolidate.yml) against a file:// remote that an
+// old-style tree is on (its traces merged through trace-only pull requests),
+// with an agent that syncs traces during the job: a depth-1 checkout takes
+// the state, consolidates, pushes the state with its lease over the agent's
+// push, and leaves main to the pull request; once the pull request is
+// merged, main holds no trace and the agent keeps every trace on disk.
+func TestWorkflowConsolidateJobSharesTheState(t *testing.T) {
+	origin := knowledgeOnlyRepo(t, 1, 60)
+	root := filepath.Dir(origin)
+	bare := filepath.Join(root, "remote.git")
+	gitcli.Run(t, root, "clone", "-q", "--bare", origin, bare)
+	url := "file://" + bare
+	agent := filepath.Join(root, "agent")
+	gitcli.Run(t, root, "clone", "-q", url, agent)
+	save := func(i int) string {
+		t.Helper()
+		run := fmt.Sprintf(`{"task":"agent run %d","steps":[{"seq":1,"action":"navigate","url":"https://agent.example/"}]}`, i)
+		code, out, errs := runPem(t, "--knowledge", agent, "experience", "save", "https://agent.example/", run, "--intent", "agent task")
+		var res struct {
+			TracePath string `json:"trace_path"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.TracePath == "" {
+			t.Fatalf("save: %d %s %s", code, out, errs)
+		}
+		if code, out, errs := runPem(t, "--knowledge", agent, "sync"); code != 0 {
+			t.Fatalf("agent sync: %d %s %s", code, out, errs)
+		}
+		return res.TracePath
+	}
+	diskTraces := func(dir string) []string {
+		var out []string
+		filepath.WalkDir(filepath.Join(dir, "traces"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, p)
+				out = append(out, filepath.ToSlash(rel))
+			}
+			return nil
+		})
+		return out
+	}
+	save(1)
+	state := "refs/pem/state"
+	mainBefore := gitcli.Run(t, bare, "rev-parse", "main")
+
+	// The job: actions/checkout with fetch-depth 1, then its pem steps.
+	ci := filepath.Join(root, "ci")
+	gitcli.Run(t, root, "clone", "-q", "--depth=1", url, ci)
+	if code, out, errs := runPem(t, "--knowledge", ci, "sync", "--state-only"); code != 0 || !strings.Contains(out, "nothing to push") {
+		t.Fatalf("take the state: %d %s %s", code, out, errs)
+	}
+	if code, out, errs := runPem(t, "--knowledge", ci, "consolidate", "--now", "2025-06-02"); code != 0 || !strings.Contains(out, "moved 61 files") {
+		t.Fatalf("consolidate: %d %s %s", code, out, errs) // 60 traces and traces/.gitkeep of the generated tree
+	}
+	consolidation := gitcli.Run(t, ci, "rev-parse", "HEAD")
+	want := append(diskTraces(ci), save(2)) // the live traces after it, and one during the job
+	sort.Strings(want)
+	if code, out, errs := runPem(t, "--knowledge", ci, "sync", "--state-only"); code != 0 || !strings.Contains(out, "1 local commit(s) replayed") || !strings.Contains(out, "pushed") {
+		t.Fatalf("push the state: %d %s %s", code, out, errs)
+	}
+	if got := gitcli.Run(t, bare, "rev-parse", "main"); got != mainBefore {
+		t.Fatal("the job moved main: its changes go to the pull request")
+	}
+	if got := gitcli.Run(t, ci, "rev-parse", "HEAD"); got != consolidation {
+		t.Fatal("the state push moved the job's branch")
+	}
+	remote := gitcli.Run(t, bare, "ls-tree", "-r", "--name-only", state)
+	var got []string
+	for _, l := range strings.Split(remote, "\n") {
+		if strings.HasPrefix(l, "traces/") {
+			got = append(got, l)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || !strings.Contains(remote, "experience/agent.example/agent-task.yaml") {
+		t.Fatalf("the remote state's traces:\n%s\nwant the job's live traces and the agent's:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The pull request is merged (as the branch the job pushed).
+	gitcli.Run(t, ci, "push", "-q", "origin", "HEAD:refs/heads/main")
+	if got := gitcli.Run(t, bare, "ls-tree", "-r", "--name-only", "main"); strings.Contains(got, "traces/") || strings.Contains(got, "experience/") {
+		t.Fatalf("main after the merge still tracks state files:\n%.500s", got)
+	}
+	if code, out, errs := runPem(t, "--knowledge", agent, "sync"); code != 0 || !strings.Contains(out, "remote commits taken") {
+		t.Fatalf("agent sync after the merge: %d %s %s", code, out, errs)
+	}
+	for _, l := range strings.Split(remote, "\n") {
+		if _, err := os.Stat(filepath.Join(agent, l)); err != nil {
+			t.Errorf("the agent lost %s from disk: %v", l, err)
+		}
+	}
+	if out := gitcli.Run(t, agent, "status", "--porcelain"); out != "" {
+		t.Errorf("agent's git status:\n%s", out)
 	}
 }

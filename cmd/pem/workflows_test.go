@@ -61,10 +61,11 @@ func TestWorkflowsRunPem(t *testing.T) {
 		return string(b)
 	}
 	for name, wants := range map[string][]string{
-		"ci.yml":              {"make test", "go-version: \"1.26\""},
-		"pem-consolidate.yml": {"schedule:", "consolidate", "diff \"$BEFORE\" HEAD --format markdown", "gh pr create", "report --html \"$RUNNER_TEMP/pem-report\"", "name: pem-report"},
-		"pem-check.yml":       {"pull_request:", "check --pr \"origin/$BASE_REF\"", "report --html \"$RUNNER_TEMP/pem-report\"", "name: pem-report"},
-		"pem-deep-learn.yml":  {"schedule:", "deep-learn --branch", "gh pr create"},
+		"ci.yml": {"make test", "go-version: \"1.26\""},
+		"pem-consolidate.yml": {"schedule:", "consolidate", "diff \"$BEFORE\" HEAD --format markdown", "gh pr create", "report --html \"$RUNNER_TEMP/pem-report\"", "name: pem-report",
+			"sync --state-only", "fetch-depth: 1"},
+		"pem-check.yml":      {"pull_request:", "check --pr \"origin/$BASE_REF\"", "report --html \"$RUNNER_TEMP/pem-report\"", "name: pem-report"},
+		"pem-deep-learn.yml": {"schedule:", "deep-learn --branch", "gh pr create", "sync --state-only", "fetch-depth: 1"},
 	} {
 		text := read(name)
 		for _, w := range wants {
@@ -75,7 +76,7 @@ func TestWorkflowsRunPem(t *testing.T) {
 	}
 	// The flags they use exist.
 	app, _ := newApp(nil, &bytes.Buffer{}, &bytes.Buffer{})
-	flags := map[string][]string{"diff": {"format"}, "check": {"pr"}, "deep-learn": {"branch"}, "report": {"html"}}
+	flags := map[string][]string{"diff": {"format"}, "check": {"pr"}, "deep-learn": {"branch"}, "report": {"html"}, "sync": {"state-only"}}
 	for cmd, names := range flags {
 		var c = app.Command(cmd)
 		if c == nil {

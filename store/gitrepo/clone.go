@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -31,6 +32,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
 	format "github.com/go-git/go-git/v5/plumbing/format/config"
 )
 
@@ -143,7 +145,99 @@ func Clone(ctx context.Context, url, dir string, opt CloneOptions) error {
 	if _, err := runGit(ctx, dir, "read-tree", "-mu", "HEAD"); err != nil {
 		return fail(err)
 	}
+	if err := cloneState(ctx, dir, tree); err != nil {
+		return fail(err)
+	}
 	return nil
+}
+
+// cloneState fetches the remote's state ref (state.go) at depth 1 without
+// blobs, then the blobs of its experience/ in one batch, and writes the
+// experience files: what a run needs; the traces' blobs stay on the remote
+// until the clone consolidates (Materialize). A remote without a state (a
+// tree from before it, whose main still holds the experience) is fine.
+func cloneState(ctx context.Context, dir, tree string) error {
+	tracking := stateTracking("origin")
+	_, err := runGit(ctx, dir, "fetch", "-q", "--depth=1", "--filter=blob:none", "--no-tags", "origin", "+"+StateRef.String()+":"+tracking.String())
+	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "couldn't find remote ref") {
+			return nil
+		}
+		return fmt.Errorf("fetching the remote's %s: %w", StateRef, err)
+	}
+	if _, err := runGit(ctx, dir, "update-ref", StateRef.String(), tracking.String()); err != nil {
+		return err
+	}
+	R, err := Open(ctx, filepath.Join(dir, filepath.FromSlash(tree)))
+	if err != nil {
+		return err
+	}
+	defer R.Close()
+	_, err = R.materializeStateDirs(ctx, path.Join(tree, "experience"))
+	return err
+}
+
+// fetchMissing fetches the given objects from origin in one batch, as git
+// does for a partial clone's checkout (the promisor remote's lazy fetch).
+func (R *Repo) fetchMissing(ctx context.Context, oids []string) error {
+	if len(oids) == 0 {
+		return nil
+	}
+	bin, err := exec.LookPath("git")
+	if err != nil {
+		return fmt.Errorf("%w: install git (apt-get install git) and run the command again", ErrGitMissing)
+	}
+	cmd := exec.CommandContext(ctx, bin, "-c", "fetch.negotiationAlgorithm=noop", "fetch", "-q", "origin",
+		"--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none", "--stdin")
+	cmd.Dir = R.r.root
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	cmd.Stdin = strings.NewReader(strings.Join(oids, "\n") + "\n")
+	if out, err := dieWithParent(cmd)(); err != nil {
+		return fmt.Errorf("fetching %d objects of %s from origin (the remote must be reachable): %v: %s", len(oids), StateRef, err, strings.TrimSpace(string(out)))
+	}
+	R.invalidate()
+	return nil
+}
+
+// materializeStateDirs writes the state's files under the repository paths
+// dirs (all of them when none) that the disk lacks, fetching the blobs this
+// partial clone does not have first. It reports the files written.
+func (R *Repo) materializeStateDirs(ctx context.Context, dirs ...string) (int, error) {
+	tip, err := R.r.refValue(StateRef)
+	if err != nil || tip.IsZero() {
+		return 0, err
+	}
+	h, err := R.History()
+	if err != nil {
+		return 0, err
+	}
+	c, err := h.repo.CommitObject(tip)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", StateRef, err)
+	}
+	var missing []string
+	if err := h.diffTrees(ctx, "", plumbing.ZeroHash, c.TreeHash, func(ch FileChange) error {
+		if len(dirs) > 0 && !under(ch.Path, dirs) {
+			return nil
+		}
+		if _, err := R.r.st.EncodedObject(plumbing.BlobObject, plumbing.NewHash(ch.To)); err != nil {
+			missing = append(missing, ch.To)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	if err := R.fetchMissing(ctx, missing); err != nil {
+		return 0, err
+	}
+	if len(missing) > 0 {
+		R.hist.release() // its storage view predates the fetched pack
+		R.hist = nil
+		if h, err = R.History(); err != nil {
+			return 0, err
+		}
+	}
+	return h.materializeState(ctx, plumbing.ZeroHash, tip, dirs...)
 }
 
 // unreachable reports git's messages for a remote that does not exist,
@@ -198,7 +292,15 @@ func (R *Repo) Materialize(ctx context.Context) (bool, error) {
 	}
 	_ = os.Remove(filepath.Join(R.r.gitDir, "info", "sparse-checkout"))
 	R.git = nil // its config changed
+	if R.hist != nil {
+		R.hist.release()
+		R.hist = nil
+	}
 	R.invalidate()
+	// The traces on the state ref: their blobs, then the files.
+	if _, err := R.materializeStateDirs(ctx); err != nil {
+		return false, fmt.Errorf("checking out the traces of %s a pem clone left out: %w", StateRef, err)
+	}
 	return true, nil
 }
 

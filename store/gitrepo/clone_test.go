@@ -148,3 +148,78 @@ func TestCloneRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A tree whose traces and experience live on the state ref: pem clone
+// fetches main's last commit and the state's tip, both without blobs, then
+// the experience's blobs; the experience is on disk, the traces are not and
+// their blobs were never fetched. Materialize (before a consolidation)
+// fetches them in one batch and writes them; git status stays clean.
+func TestCloneTakesTheState(t *testing.T) {
+	ctx := context.Background()
+	_, src := treeRemote(t, "knowledge/")
+	writeFile(t, src, "knowledge/.gitignore", stateIgnore)
+	r, err := Open(ctx, filepath.Join(src, "knowledge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, src, "knowledge/experience/d/e.yaml", "evidence after the move\n")
+	if _, err := r.CommitState(ctx, &StateRequest{Dirs: stateDirs, Paths: []string{"experience/d/e.yaml"}, Message: "consolidate", MainPaths: []string{".gitignore"}}, testSig); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	gitcli.Run(t, src, "clone", "-q", "--bare", src, bare)
+	gitcli.Run(t, src, "push", "-q", bare, StateRef.String())
+
+	dir := filepath.Join(t.TempDir(), "clone")
+	if err := Clone(ctx, bare, dir, CloneOptions{Tree: "knowledge"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "knowledge/experience/d/e.yaml")); err != nil || string(got) != "evidence after the move\n" {
+		t.Fatalf("experience in the clone: %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "knowledge", "traces")); !os.IsNotExist(err) {
+		t.Fatalf("traces checked out: %v", err)
+	}
+	if got, want := gitcli.Run(t, dir, "rev-parse", StateRef.String()), gitcli.Run(t, src, "rev-parse", StateRef.String()); got != want {
+		t.Fatalf("clone's state %s, want %s", got, want)
+	}
+	missing := 0
+	for _, l := range strings.Split(gitcli.Run(t, dir, "rev-list", "--objects", "--missing=print", StateRef.String()), "\n") {
+		if strings.HasPrefix(l, "?") {
+			missing++
+		}
+	}
+	if missing != 15 {
+		t.Fatalf("%d state objects missing, want the 15 traces' blobs", missing)
+	}
+	assertClean(t, dir)
+
+	// A trace saved in the clone meanwhile stays; consolidation's
+	// Materialize brings the 15.
+	writeFile(t, dir, "knowledge/traces/d/2026-02-01/mine.yaml", "saved here\n")
+	r, err = Open(ctx, filepath.Join(dir, "knowledge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if did, err := r.Materialize(ctx); err != nil || !did {
+		t.Fatalf("Materialize = %v, %v", did, err)
+	}
+	n := 0
+	filepath.WalkDir(filepath.Join(dir, "knowledge", "traces"), func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			n++
+		}
+		return nil
+	})
+	if n != 16 {
+		t.Fatalf("%d traces on disk after Materialize, want 15 and the one saved here", n)
+	}
+	for _, l := range strings.Split(gitcli.Run(t, dir, "rev-list", "--objects", "--missing=print", StateRef.String()), "\n") {
+		if strings.HasPrefix(l, "?") {
+			t.Fatalf("still missing after Materialize: %s", l)
+		}
+	}
+	assertClean(t, dir)
+}

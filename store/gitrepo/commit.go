@@ -220,6 +220,13 @@ func (sig Signature) orDefault() Signature {
 // series lands whole or not at all. A request whose paths hold no change makes
 // no commit and gets "" in the result.
 func (R *Repo) CommitSeries(ctx context.Context, reqs []CommitRequest, sig Signature) ([]string, error) {
+	return R.commitSeries(ctx, reqs, sig, nil)
+}
+
+// commitSeries is CommitSeries; the first commit also removes the repository
+// paths untrack from the tree and the index, leaving their files on disk
+// (CommitState moving them to StateRef).
+func (R *Repo) commitSeries(ctx context.Context, reqs []CommitRequest, sig Signature, untrack []string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -278,6 +285,14 @@ func (R *Repo) CommitSeries(ctx context.Context, reqs []CommitRequest, sig Signa
 	}
 	for i, rp := range all {
 		staged[rp] = states[i]
+	}
+	if len(untrack) > 0 && len(reqs) > 0 {
+		for _, rp := range untrack {
+			if _, ok := staged[rp]; !ok {
+				reqPaths[0] = append(reqPaths[0], rp)
+			}
+			staged[rp] = &fileState{name: rp, deleted: true}
+		}
 	}
 
 	// Build the trees and commits in memory; the objects are written
@@ -469,6 +484,7 @@ type fileState struct {
 	mode    filemode.FileMode
 	info    os.FileInfo
 	data    []byte // kept until the blob is written
+	stored  bool   // the blob is in the repository already (no data)
 }
 
 func (r *repo) readFile(rp string) (*fileState, error) {
@@ -575,8 +591,10 @@ func (r *repo) buildTree(base plumbing.Hash, ed *dirEdit, isRoot bool) (plumbing
 		if had && entries[i].Hash == st.hash && entries[i].Mode == st.mode {
 			continue
 		}
-		if err := r.writeBlob(st); err != nil {
-			return plumbing.ZeroHash, false, err
+		if !st.stored {
+			if err := r.writeBlob(st); err != nil {
+				return plumbing.ZeroHash, false, err
+			}
 		}
 		set(object.TreeEntry{Name: name, Mode: st.mode, Hash: st.hash})
 		changed = true
@@ -1009,7 +1027,7 @@ func (r *repo) cleanStale() error {
 	if pid > 0 && pid != os.Getpid() && processAlive(pid) {
 		return fmt.Errorf("%w: pem process %d is committing in %s: wait for it to finish", ErrGitLocked, pid, r.gitDir)
 	}
-	locks := []string{filepath.Join(r.gitDir, "index.lock"), filepath.Join(r.gitDir, "HEAD.lock")}
+	locks := []string{filepath.Join(r.gitDir, "index.lock"), filepath.Join(r.gitDir, "HEAD.lock"), r.refFile(StateRef) + ".lock"}
 	if b, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD")); err == nil {
 		if line := strings.TrimSpace(string(b)); strings.HasPrefix(line, "ref:") {
 			locks = append(locks, r.refFile(plumbing.ReferenceName(strings.TrimSpace(strings.TrimPrefix(line, "ref:"))))+".lock")

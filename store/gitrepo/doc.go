@@ -13,6 +13,11 @@
 //   - commit series with a crash journal in the git directory
 //     (BeginSeries, Series.Commit, RecoverSeries; fsynced file and
 //     directory), which is how consolidation survives a kill (journal.go);
+//   - the state ref, refs/pem/state: the traces and experience off the
+//     branch's history, committed the same way, squashed into snapshots,
+//     moved off the branch from old trees (CommitState, BeginStateSeries,
+//     state.go), shared by Sync (statesync.go), logged by StateLog
+//     (statelog.go);
 //   - commits onto a review branch that leave the worktree, the index and
 //     the current branch alone (CommitToBranch, branch.go);
 //   - the history: diffs, the log of an entry, the walks of the review
@@ -20,14 +25,15 @@
 //     every change a commit introduced within REV ^X bounds: review.go),
 //     read level by level by tree hash and straight from the pack files,
 //     delta chains included (History, history.go);
-//   - pem sync (Sync: add-only commits replayed onto the remote head, a
-//     lost push retried with backoff, syncretry.go) and the merge driver's
+//   - pem sync (Sync: add-only commits replayed onto the remote head, the
+//     state's around snapshots and pushed with a lease, a lost push retried
+//     with backoff, syncretry.go) and the merge driver's
 //     registration (InstallMergeDriver; History.MergeDriver reads it back),
 //     and Init, which makes a tree a repository;
 //   - the object store's health (Maintain: git repack -d --geometric=2 past
 //     pem.yaml's thresholds, maintain.go) and pem clone (Clone: a shallow,
-//     blobless, sparse clone, and Materialize, which checks out the traces
-//     it left out, clone.go) — the two things done with the git CLI, which
+//     blobless, sparse clone with the state's tip and its experience, and
+//     Materialize, which fetches and writes the traces it left out, clone.go) — the two things done with the git CLI, which
 //     go-git cannot do (measured and explained in docs/scale.md); a missing
 //     git program is ErrGitMissing;
 //   - StatePath: where pem keeps state that git must never see (the
@@ -42,5 +48,5 @@
 //
 // gitrepo imports engine, the standard library and go-git; never store,
 // consolidate, deeplearn or agent (store's layout comes in as arguments:
-// SyncOptions.TracesDir, InstallMergeDriver's attributes).
+// SyncOptions.TracesDir, StateRequest.Dirs, InstallMergeDriver's attributes).
 package gitrepo

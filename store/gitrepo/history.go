@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -736,6 +735,9 @@ type SyncOptions struct {
 	// TracesDir and TraceExt name the tree's trace files (store.TracesDir,
 	// store.TraceExt): the only files Sync commits and replays. Required.
 	TracesDir, TraceExt string
+	// StateOnly syncs the state ref alone and leaves the branch as it is:
+	// a consolidation's job, whose branch changes go to a pull request.
+	StateOnly bool
 
 	// A push lost to another writer is retried (syncretry.go): Tries in all
 	// (default SyncTries), pausing before each retry a random duration up to
@@ -759,6 +761,18 @@ type SyncResult struct {
 	Pushed        bool   // the remote branch moved
 	Retries       int    // pushes lost to another writer, then replayed and retried
 	Head          string // the branch's commit afterwards
+
+	// The state ref (statesync.go): State is its commit afterwards ("" when
+	// neither side has one), StateReplayed the add-only commits replayed
+	// onto the other side's state, StateFiles the files written or removed
+	// on disk to match it, StatePushed whether the remote's moved. Notes say
+	// what the user should know (two consolidations that diverged).
+	State         string
+	StateTaken    bool // the remote's state had commits the local one took
+	StateReplayed int
+	StateFiles    int
+	StatePushed   bool
+	Notes         []string
 }
 
 // ErrNotAddOnly is returned by Sync when local commits do more than add
@@ -766,11 +780,13 @@ type SyncResult struct {
 var ErrNotAddOnly = errors.New("local commits change more than traces")
 
 // Sync shares the knowledge tree dir with a remote without merges: it commits
-// pending trace files (under traces/ and not yet in HEAD), fetches the
-// remote's branch of the same name, re-applies the local commits that only
-// add traces onto the remote head (they only add files with unique names, so
-// this cannot conflict), updates the working tree with what the remote
-// brought, and pushes. A push that loses a race (see lostRace) is retried
+// pending trace files (under traces/, in neither the state nor HEAD) on the
+// state ref (StateRef), fetches the remote's branch of the same name and its
+// state, re-applies the local commits that only add traces onto the remote
+// head (they only add files with unique names, so this cannot conflict),
+// updates the working tree with what the remote brought, pushes, and then
+// does the same for the state (statesync.go: replayed either way around a
+// consolidator's snapshot, materialized on disk, pushed with a lease). A push that loses a race (see lostRace) is retried
 // from the fetch with backoff; when every try lost, Sync returns ErrContended
 // and the local commits stay. A remote that refuses (authentication, a hook,
 // permissions) returns ErrRemoteRefused, not retried.
@@ -810,7 +826,8 @@ func (R *Repo) Sync(ctx context.Context, opt SyncOptions) (*SyncResult, error) {
 	branch := head.Target()
 	res := &SyncResult{Branch: branch.Short()}
 
-	n, err := h.commitPendingTraces(ctx, branch, opt)
+	// Pending traces go on the state ref (statesync.go), never on main.
+	n, err := h.commitPendingState(ctx, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -856,10 +873,23 @@ func (l *lostPush) Error() string { return "lost the push race: " + l.err.Error(
 func (l *lostPush) Unwrap() error { return l.err }
 
 func (h *History) syncOnce(ctx context.Context, branch plumbing.ReferenceName, opt SyncOptions, res *SyncResult) error {
+	if opt.StateOnly {
+		err := h.repo.FetchContext(ctx, &git.FetchOptions{RemoteName: opt.Remote, RefSpecs: []config.RefSpec{stateFetchSpec(opt.Remote)}, Auth: opt.Auth})
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			if refused(err) {
+				return fmt.Errorf("sync: fetching %s from %s: %w: %w", StateRef, opt.Remote, ErrRemoteRefused, err)
+			}
+			return fmt.Errorf("sync: fetching %s from %s: %w", StateRef, opt.Remote, err)
+		}
+		if ref, err := h.repo.Head(); err == nil {
+			res.Head = ref.Hash().String()
+		}
+		return h.syncState(ctx, opt, res)
+	}
 	remoteRef := plumbing.NewRemoteReferenceName(opt.Remote, branch.Short())
 	err := h.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: opt.Remote,
-		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", branch, remoteRef))},
+		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", branch, remoteRef)), stateFetchSpec(opt.Remote)},
 		Auth:       opt.Auth,
 	})
 	empty := errors.Is(err, transport.ErrEmptyRemoteRepository)
@@ -904,7 +934,7 @@ func (h *History) syncOnce(ctx context.Context, branch plumbing.ReferenceName, o
 	}
 	res.Head = local.Hash().String()
 	if remote != nil && remote.Hash() == local.Hash() {
-		return nil
+		return h.syncState(ctx, opt, res)
 	}
 	err = h.repo.PushContext(ctx, &git.PushOptions{
 		RemoteName: opt.Remote,
@@ -912,7 +942,7 @@ func (h *History) syncOnce(ctx context.Context, branch plumbing.ReferenceName, o
 		Auth:       opt.Auth,
 	})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil
+		return h.syncState(ctx, opt, res)
 	}
 	if lostRace(err) {
 		return &lostPush{err}
@@ -925,7 +955,7 @@ func (h *History) syncOnce(ctx context.Context, branch plumbing.ReferenceName, o
 	}
 	res.Pushed = true
 	_ = h.repo.Storer.SetReference(plumbing.NewHashReference(remoteRef, local.Hash()))
-	return nil
+	return h.syncState(ctx, opt, res)
 }
 
 // rebaseAdds returns the commit that puts the local commits since the merge
@@ -1123,11 +1153,24 @@ func (h *History) checkoutChange(ctx context.Context, from, to plumbing.Hash) er
 	if err != nil {
 		return fmt.Errorf("sync: reading the index: %w", err)
 	}
+	// A file the branch stops tracking because it moved to the state ref
+	// (the consolidation's move commit) stays on disk when the local state
+	// holds it.
+	var stateTree plumbing.Hash
+	if tip, err := h.st.refValue(StateRef); err == nil && !tip.IsZero() {
+		if c, err := h.repo.CommitObject(tip); err == nil {
+			stateTree = c.TreeHash
+		}
+	}
 	for _, c := range changes {
 		name := filepath.Join(h.root, filepath.FromSlash(c.Path))
 		if c.Deleted() {
-			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("sync: removing %s: %w", c.Path, err)
+			if e, ok, err := h.lookup(stateTree, c.Path); err != nil {
+				return err
+			} else if !ok || e.Hash.String() != c.From {
+				if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("sync: removing %s: %w", c.Path, err)
+				}
 			}
 			_, _ = idx.Remove(c.Path)
 			continue
@@ -1158,76 +1201,6 @@ func (h *History) checkoutChange(ctx context.Context, from, to plumbing.Hash) er
 		return fmt.Errorf("sync: writing the index: %w", err)
 	}
 	return nil
-}
-
-// commitPendingTraces commits the trace files on disk that HEAD does not have
-// yet. It reads only the traces directory and, per day directory, one tree.
-func (h *History) commitPendingTraces(ctx context.Context, branch plumbing.ReferenceName, opt SyncOptions) (int, error) {
-	var headTree plumbing.Hash
-	if ref, err := h.repo.Reference(branch, true); err == nil {
-		c, err := h.repo.CommitObject(ref.Hash())
-		if err != nil {
-			return 0, fmt.Errorf("sync: reading %s: %w", ref.Hash(), err)
-		}
-		headTree = c.TreeHash
-	} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return 0, fmt.Errorf("sync: reading %s: %w", branch, err)
-	}
-	tracesRoot := filepath.Join(h.root, filepath.FromSlash(h.prefix), opt.TracesDir)
-	var paths []string
-	dirs := map[string]map[string]bool{} // repo dir → names in HEAD
-	err := filepath.WalkDir(tracesRoot, func(name string, d os.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) && name == tracesRoot {
-				return filepath.SkipDir
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if d.IsDir() || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), opt.TraceExt) || strings.HasPrefix(d.Name(), ".") {
-			return nil
-		}
-		rel, err := filepath.Rel(h.root, name)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		dir, base := path.Split(rel)
-		dir = strings.TrimSuffix(dir, "/")
-		have, ok := dirs[dir]
-		if !ok {
-			have = map[string]bool{}
-			if e, found, err := h.lookup(headTree, dir); err != nil {
-				return err
-			} else if found && e.Mode == filemode.Dir {
-				t, err := h.tree(e.Hash)
-				if err != nil {
-					return err
-				}
-				for _, te := range t.Entries {
-					have[te.Name] = true
-				}
-			}
-			dirs[dir] = have
-		}
-		if !have[base] {
-			paths = append(paths, strings.TrimPrefix(rel, h.prefix))
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("sync: listing pending traces: %w", err)
-	}
-	if len(paths) == 0 {
-		return 0, nil
-	}
-	msg := fmt.Sprintf("pem: add %d trace(s)", len(paths))
-	if _, err := h.r.Commit(ctx, paths, msg, Signature{Name: opt.Name, Email: opt.Email, When: opt.Now()}); err != nil {
-		return 0, fmt.Errorf("sync: committing pending traces: %w", err)
-	}
-	return len(paths), nil
 }
 
 // ---- object plumbing -------------------------------------------------------

@@ -250,7 +250,8 @@ func gitlogFiles(t *testing.T, dir string) []string {
 }
 
 // TestSync: a bare repository and two clones that save traces and sync in
-// turn, then a local commit that is not add-only.
+// turn — the traces travel on the state ref, a trace committed on main by
+// hand on main — then a local commit that is not add-only.
 func TestSync(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
@@ -259,6 +260,7 @@ func TestSync(t *testing.T) {
 	seed := filepath.Join(root, "seed")
 	gitcli.Run(t, root, "clone", "-q", bare, seed)
 	gitlogWrite(t, seed, "pem.yaml", "format: 1\n")
+	gitlogWrite(t, seed, ".gitignore", store.StateIgnore)
 	gitlogWrite(t, seed, "facts/a.example/one.yaml", "v1\n")
 	gitlogCommit(t, seed, "init", 0)
 	gitcli.Run(t, seed, "push", "-q", "origin", "main")
@@ -267,48 +269,59 @@ func TestSync(t *testing.T) {
 	gitcli.Run(t, root, "clone", "-q", bare, b)
 	now := func() time.Time { return time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC) }
 	opt := gitrepo.SyncOptions{Now: now, TracesDir: store.TracesDir, TraceExt: store.TraceExt}
+	state := gitrepo.StateRef.String()
 
-	// A: two pending traces, committed and pushed.
+	// A: two pending traces, committed on the state ref and pushed; main
+	// does not move.
 	gitlogTrace(t, a, "a.example", 1)
 	gitlogTrace(t, a, "b.example", 2)
 	res, err := syncDir(ctx, a, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Committed != 2 || !res.Pushed || res.Replayed != 0 {
+	if res.Committed != 2 || res.Pushed || !res.StatePushed || res.Replayed != 0 || res.State != gitcli.Run(t, bare, "rev-parse", state) {
 		t.Fatalf("A's first sync: %+v", res)
+	}
+	if got := gitcli.Run(t, bare, "log", "--format=%s", "main"); got != "init" {
+		t.Fatalf("main moved: %s", got)
 	}
 	gitlogStatusClean(t, a)
 
-	// B: its own trace plus a local add-only commit; A's commit arrived meanwhile.
+	// B: a trace committed on main by hand (the old way, still replayed)
+	// and a pending one; A's state arrived meanwhile.
 	gitlogTrace(t, b, "a.example", 3)
-	gitlogCommit(t, b, "b: one trace by hand", 1)
+	gitcli.Run(t, b, "add", "-f", "traces")
+	gitcli.Run(t, b, "commit", "-qm", "b: one trace by hand")
 	gitlogTrace(t, b, "a.example", 4) // pending
 	res, err = syncDir(ctx, b, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Committed != 1 || res.Replayed != 2 || !res.Pushed || !res.FastForwarded {
+	if res.Committed != 1 || !res.Pushed || res.StateReplayed != 1 || !res.StatePushed || len(res.Notes) != 0 {
 		t.Fatalf("B's sync: %+v", res)
 	}
 	gitlogStatusClean(t, b)
-	if got := gitcli.Run(t, b, "log", "--format=%s", "-3"); got != "pem: add 1 trace(s)\nb: one trace by hand\npem: add 2 trace(s)" {
-		t.Fatalf("B's history is not linear on top of A's:\n%s", got)
+	if got := gitcli.Run(t, b, "log", "--format=%s", state); got != "pem: add 1 trace(s)\npem: add 2 trace(s)" {
+		t.Fatalf("B's state is not linear on top of A's:\n%s", got)
 	}
 
-	// A again: takes B's commits by fast-forward; nothing to push.
+	// A again: takes B's main commit and state by fast-forward; the trace
+	// B synced appears on A's disk.
 	res, err = syncDir(ctx, a, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Committed != 0 || res.Pushed || !res.FastForwarded {
+	if res.Committed != 0 || res.Pushed || res.StatePushed || !res.FastForwarded || res.StateFiles != 1 {
 		t.Fatalf("A's second sync: %+v", res)
 	}
 	gitlogStatusClean(t, a)
-	if ha, hb, hr := gitcli.Run(t, a, "rev-parse", "HEAD"), gitcli.Run(t, b, "rev-parse", "HEAD"), gitcli.Run(t, bare, "rev-parse", "main"); ha != hb || hb != hr {
-		t.Fatalf("heads differ: a %s, b %s, remote %s", ha, hb, hr)
+	for _, ref := range []string{"main", state} {
+		if ha, hb, hr := gitcli.Run(t, a, "rev-parse", ref), gitcli.Run(t, b, "rev-parse", ref), gitcli.Run(t, bare, "rev-parse", ref); ha != hb || hb != hr {
+			t.Fatalf("%s differs: a %s, b %s, remote %s", ref, ha, hb, hr)
+		}
 	}
-	files := gitlogFiles(t, a)
+	files := strings.Split(gitcli.Run(t, a, "ls-tree", "-r", "--name-only", state), "\n")
+	files = append(files, gitlogFiles(t, a)...)
 	for _, n := range []int{1, 2, 3, 4} {
 		found := false
 		for _, f := range files {
@@ -319,21 +332,24 @@ func TestSync(t *testing.T) {
 		if !found {
 			t.Errorf("trace %d missing after sync: %v", n, files)
 		}
-	}
-	if _, err := os.Stat(filepath.Join(a, "traces/a.example/2026-01-02", fmt.Sprintf("01J%023d.yaml", 3))); err != nil {
-		t.Errorf("B's trace is not in A's working tree: %v", err)
+		if _, err := os.Stat(filepath.Join(a, "traces", map[bool]string{true: "b.example", false: "a.example"}[n == 2], "2026-01-02", fmt.Sprintf("01J%023d.yaml", n))); err != nil {
+			t.Errorf("trace %d is not in A's working tree: %v", n, err)
+		}
 	}
 	gitcli.Run(t, bare, "fsck", "--strict")
 	gitcli.Run(t, a, "fsck", "--strict")
 
 	// Nothing new anywhere: a no-op.
 	res, err = syncDir(ctx, a, opt)
-	if err != nil || res.Committed != 0 || res.Pushed || res.Replayed != 0 {
+	if err != nil || res.Committed != 0 || res.Pushed || res.StatePushed || res.Replayed != 0 || res.StateReplayed != 0 {
 		t.Fatalf("idle sync: %+v, %v", res, err)
 	}
 
-	// B consolidates locally (changes facts) while A pushes a trace: refused with what to do.
+	// B consolidates locally (changes facts) while A pushes a commit on
+	// main: refused with what to do.
 	gitlogTrace(t, a, "a.example", 5)
+	gitcli.Run(t, a, "add", "-f", "traces")
+	gitcli.Run(t, a, "commit", "-qm", "a: one trace by hand")
 	if _, err := syncDir(ctx, a, opt); err != nil {
 		t.Fatal(err)
 	}

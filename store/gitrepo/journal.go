@@ -28,6 +28,7 @@ const journalFormat = 1
 type journalFile struct {
 	Format  int             `json:"format"`
 	Commits []CommitRequest `json:"commits"`
+	State   *StateRequest   `json:"state,omitempty"` // made first (CommitState)
 }
 
 // JournalPath is the journal of the series called name:
@@ -36,19 +37,31 @@ func (R *Repo) JournalPath(name string) string { return R.StatePath("pem-" + nam
 
 // Series is a journaled commit series (see BeginSeries).
 type Series struct {
-	r    *Repo
-	path string
-	reqs []CommitRequest
+	r     *Repo
+	path  string
+	reqs  []CommitRequest
+	state *StateRequest
+	// State is what the state commit did, after Commit (nil without one).
+	State *StateCommit
 }
 
 // BeginSeries journals the commits reqs under name, durably (the file and
 // the git directory are fsynced), before the caller writes the files they
 // commit. Each request's paths are sorted.
 func (R *Repo) BeginSeries(name string, reqs []CommitRequest) (*Series, error) {
+	return R.BeginStateSeries(name, nil, reqs)
+}
+
+// BeginStateSeries is BeginSeries with a state commit (CommitState, when
+// state is not nil), made before the commits of reqs.
+func (R *Repo) BeginStateSeries(name string, state *StateRequest, reqs []CommitRequest) (*Series, error) {
 	for i := range reqs {
 		sort.Strings(reqs[i].Paths)
 	}
-	data, err := json.Marshal(journalFile{Format: journalFormat, Commits: reqs})
+	if state != nil {
+		sort.Strings(state.Paths)
+	}
+	data, err := json.Marshal(journalFile{Format: journalFormat, Commits: reqs, State: state})
 	if err != nil {
 		return nil, err
 	}
@@ -56,17 +69,33 @@ func (R *Repo) BeginSeries(name string, reqs []CommitRequest) (*Series, error) {
 	if err := writeDurable(path, data); err != nil {
 		return nil, err
 	}
-	return &Series{r: R, path: path, reqs: reqs}, nil
+	return &Series{r: R, path: path, reqs: reqs, state: state}, nil
 }
 
-// Commit makes the journaled commits (CommitSeries) and removes the journal.
-// On error the journal stays, for RecoverSeries.
+// Commit makes the journaled commits (the state commit first, then
+// CommitSeries) and removes the journal. On error the journal stays, for
+// RecoverSeries.
 func (s *Series) Commit(ctx context.Context, sig Signature) ([]string, error) {
-	hashes, err := s.r.CommitSeries(ctx, s.reqs, sig)
+	hashes, st, err := s.r.commitJournaled(ctx, s.state, s.reqs, sig)
+	s.State = st
 	if err != nil {
 		return nil, err
 	}
 	return hashes, removeDurable(s.path)
+}
+
+// commitJournaled makes a journal's commits: the state's (which also moves
+// what main tracks under the state's directories), then the series.
+func (R *Repo) commitJournaled(ctx context.Context, state *StateRequest, reqs []CommitRequest, sig Signature) ([]string, *StateCommit, error) {
+	var st *StateCommit
+	if state != nil {
+		var err error
+		if st, err = R.CommitState(ctx, state, sig); err != nil {
+			return nil, st, fmt.Errorf("committing the state (%s): %w", StateRef, err)
+		}
+	}
+	hashes, err := R.CommitSeries(ctx, reqs, sig)
+	return hashes, st, err
 }
 
 // RecoverSeries makes the commits of the series journaled under name that an
@@ -75,26 +104,34 @@ func (s *Series) Commit(ctx context.Context, sig Signature) ([]string, error) {
 // journal was there. A journal it cannot read is set aside as <journal>.bad
 // and ErrBadJournal returned.
 func (R *Repo) RecoverSeries(ctx context.Context, name string, sig Signature) (hashes []string, found bool, err error) {
+	hashes, _, found, err = R.RecoverStateSeries(ctx, name, sig)
+	return hashes, found, err
+}
+
+// RecoverStateSeries is RecoverSeries, and also returns what the journal's
+// state commit did (nil without one; its Hash is "" when the interrupted
+// command had made it already).
+func (R *Repo) RecoverStateSeries(ctx context.Context, name string, sig Signature) (hashes []string, state *StateCommit, found bool, err error) {
 	path := R.JournalPath(name)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	if err != nil {
-		return nil, true, fmt.Errorf("reading %s: %w", path, err)
+		return nil, nil, true, fmt.Errorf("reading %s: %w", path, err)
 	}
 	var j journalFile
 	if err := json.Unmarshal(data, &j); err != nil || j.Format != journalFormat {
 		// A torn journal cannot happen (it is renamed into place); a foreign
 		// one is set aside rather than trusted.
 		_ = os.Rename(path, path+".bad")
-		return nil, true, fmt.Errorf("%w: %s set aside as %s.bad (format %d, error %v)", ErrBadJournal, path, path, j.Format, err)
+		return nil, nil, true, fmt.Errorf("%w: %s set aside as %s.bad (format %d, error %v)", ErrBadJournal, path, path, j.Format, err)
 	}
-	hashes, err = R.CommitSeries(ctx, j.Commits, sig)
+	hashes, state, err = R.commitJournaled(ctx, j.State, j.Commits, sig)
 	if err != nil {
-		return nil, true, fmt.Errorf("committing the series journaled in %s: %w", path, err)
+		return nil, state, true, fmt.Errorf("committing the series journaled in %s: %w", path, err)
 	}
-	return hashes, true, removeDurable(path)
+	return hashes, state, true, removeDurable(path)
 }
 
 // writeDurable writes data to path through path.tmp: the file is fsynced

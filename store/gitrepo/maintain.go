@@ -45,13 +45,45 @@ type ObjectCounts struct {
 type MaintainOptions struct {
 	MaxPacks int
 	MaxLoose int
+	// PruneGrowth drops the objects no ref reaches any more (what the state
+	// ref's snapshots leave behind: state.go) once the packs' bytes have
+	// grown this many times since the last such repack; 0 never. It runs
+	// `git repack -d --cruft --cruft-expiration=PruneExpire`: every
+	// reachable object into one pack, the unreachable ones newer than
+	// PruneExpire into a cruft pack (a writer in another process may not
+	// have moved its ref yet), the older ones gone. The first call only
+	// remembers the bytes (<git dir>/pem-maintain-pruned).
+	PruneGrowth float64
+	PruneExpire string // git approxidate; "" is DefaultPruneExpire
 }
+
+// DefaultPruneExpire keeps the unreachable objects of the last day: far
+// longer than any pem command takes between writing objects and moving the
+// ref that names them.
+const DefaultPruneExpire = "1.day.ago"
 
 // MaintainResult says what Maintain found and did.
 type MaintainResult struct {
 	Before, After ObjectCounts
 	Repacked      bool
+	Pruned        bool  // the repack dropped unreachable objects (PruneGrowth)
+	PackBytes     int64 // the packs' bytes before
 	Took          time.Duration
+}
+
+// packBytes sums the sizes of the pack files (one directory read).
+func (R *Repo) packBytes() (int64, error) {
+	packs, err := filepath.Glob(filepath.Join(R.r.common, "objects", "pack", "pack-*.pack"))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, p := range packs {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n, nil
 }
 
 // Objects counts the repository's pack files and loose objects: 257
@@ -94,6 +126,36 @@ func (R *Repo) Maintain(ctx context.Context, opt MaintainOptions) (*MaintainResu
 		return nil, err
 	}
 	res := &MaintainResult{Before: before, After: before}
+	if opt.PruneGrowth > 0 {
+		if res.PackBytes, err = R.packBytes(); err != nil {
+			return res, err
+		}
+		mark := R.StatePath("pem-maintain-pruned")
+		var last int64
+		if b, err := os.ReadFile(mark); err == nil {
+			fmt.Sscan(string(b), &last)
+		}
+		switch {
+		case last <= 0:
+			_ = os.WriteFile(mark, []byte(fmt.Sprintf("%d\n", res.PackBytes)), 0o644)
+		case float64(res.PackBytes) > opt.PruneGrowth*float64(last):
+			expire := opt.PruneExpire
+			if expire == "" {
+				expire = DefaultPruneExpire
+			}
+			start := time.Now()
+			if _, err := R.git_(ctx, "repack", "-d", "-q", "--cruft", "--cruft-expiration="+expire); err != nil {
+				return res, fmt.Errorf("repacking %s to drop unreachable objects (%d bytes of packs): %w", R.r.gitDir, res.PackBytes, err)
+			}
+			res.Repacked, res.Pruned, res.Took = true, true, time.Since(start)
+			R.invalidate()
+			if after, err := R.packBytes(); err == nil {
+				_ = os.WriteFile(mark, []byte(fmt.Sprintf("%d\n", after)), 0o644)
+			}
+			res.After, err = R.Objects()
+			return res, err
+		}
+	}
 	if !(opt.MaxPacks > 0 && before.Packs > opt.MaxPacks || opt.MaxLoose > 0 && before.Loose > opt.MaxLoose) {
 		return res, nil
 	}
@@ -127,7 +189,7 @@ func runGit(ctx context.Context, dir string, args ...string) (string, error) {
 	// No pager, no prompt for credentials on a terminal pem does not own, no
 	// advice lines mixed into the output pem reports.
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_ADVICE=0")
-	out, err := cmd.CombinedOutput()
+	out, err := dieWithParent(cmd)()
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -158,4 +160,83 @@ func TestMaintainWithoutGit(t *testing.T) {
 	if got, _ := r.Objects(); got != c {
 		t.Fatalf("objects changed: %+v -> %+v", c, got)
 	}
+}
+
+// TestMaintainPrunesWhatSnapshotsDrop: state snapshots leave the objects of
+// the state they replaced reachable from no ref. The first Maintain with
+// PruneGrowth remembers the packs' bytes; once they have doubled, it repacks
+// with a cruft pack and drops the unreachable objects older than
+// PruneExpire ("now" here), keeps every reachable one, and fsck is clean.
+func TestMaintainPrunesWhatSnapshotsDrop(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	gitcli.Run(t, repo, "init", "-q", "-b", "main")
+	writeFile(t, repo, "pem.yaml", "format: 1\n")
+	writeFile(t, repo, ".gitignore", stateIgnore)
+	if _, err := commitDir(ctx, repo, []string{"pem.yaml", ".gitignore"}, "init", testSig); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	opt := MaintainOptions{PruneGrowth: 2, PruneExpire: "now"}
+	round := func(i int, squash bool) (expired string) {
+		var paths []string
+		for j := 0; j < 40; j++ {
+			p := fmt.Sprintf("traces/d/2026-01-%02d/t%03d.yaml", i+1, j)
+			writeFile(t, repo, p, strings.Repeat(fmt.Sprintf("round %d run %d\n", i, j), 50))
+			paths = append(paths, p)
+		}
+		if i > 0 { // the previous round's traces expire
+			for j := 0; j < 40; j++ {
+				p := fmt.Sprintf("traces/d/2026-01-%02d/t%03d.yaml", i, j)
+				if j == 0 {
+					expired = gitcli.Run(t, repo, "rev-parse", StateRef.String()+":"+p)
+				}
+				if err := removeFile(repo, p); err != nil {
+					t.Fatal(err)
+				}
+				paths = append(paths, p)
+			}
+		}
+		if _, err := r.CommitState(ctx, &StateRequest{Dirs: stateDirs, Paths: paths, Message: "state", Squash: squash}, testSig); err != nil {
+			t.Fatal(err)
+		}
+		return expired
+	}
+	round(0, false)
+	if m, err := r.Maintain(ctx, opt); err != nil || m.Pruned {
+		t.Fatalf("first Maintain (it only remembers the bytes): %+v, %v", m, err)
+	}
+	var gone []string
+	pruned, i := false, 1
+	for ; i < 8 && !pruned; i++ {
+		gone = append(gone, round(i, true))
+		m, err := r.Maintain(ctx, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pruned = m.Pruned
+	}
+	if !pruned {
+		t.Fatal("the packs grew past twice their size without a prune")
+	}
+	for _, h := range gone {
+		if err := exec.Command("git", "-C", repo, "cat-file", "-e", h).Run(); err == nil {
+			t.Errorf("object %s, which only replaced states reached, is still there", h)
+		}
+	}
+	gitcli.Run(t, repo, "fsck", "--strict", "--no-dangling")
+	if n := len(strings.Fields(gitcli.Run(t, repo, "ls-tree", "-r", "--name-only", StateRef.String()))); n != 40 {
+		t.Fatalf("the state holds %d files after the prune, want the last round's 40", n)
+	}
+	// The handle still commits and reads after the prune.
+	round(i, true)
+	gitcli.Run(t, repo, "fsck", "--strict", "--no-dangling")
+}
+
+func removeFile(dir, rel string) error {
+	return os.Remove(filepath.Join(dir, filepath.FromSlash(rel)))
 }

@@ -22,6 +22,7 @@ func syncRemote(t *testing.T) (bare, clone string) {
 	clone = filepath.Join(root, "a")
 	gitcli.Run(t, root, "clone", "-q", bare, clone)
 	gitlogWrite(t, clone, "pem.yaml", "format: 1\n")
+	gitlogWrite(t, clone, ".gitignore", store.StateIgnore)
 	gitlogCommit(t, clone, "init", 0)
 	gitcli.Run(t, clone, "push", "-q", "origin", "main")
 	return bare, clone
@@ -35,14 +36,23 @@ func syncHook(t *testing.T, bare, script string) {
 	}
 }
 
-// anotherWriterWins is a pre-receive hook that moves main before the push's
-// ref update lands, as a concurrent writer would: git receive-pack then
-// refuses the update ("failed to update ref"). It runs outside the push's
-// object quarantine, where git allows ref updates.
+// anotherWriterWins is a pre-receive hook that moves the state ref before
+// the push's ref update lands, as a concurrent agent would (an add-only
+// commit of one trace on top of the state, or the first state): git
+// receive-pack then refuses the update ("failed to update ref"). It runs
+// outside the push's object quarantine, where git allows ref updates.
 const anotherWriterWins = `unset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
-old=$(git rev-parse refs/heads/main)
-new=$(echo "another writer" | GIT_AUTHOR_NAME=other GIT_AUTHOR_EMAIL=o@example.com GIT_COMMITTER_NAME=other GIT_COMMITTER_EMAIL=o@example.com git commit-tree -p "$old" "$old^{tree}")
-git update-ref refs/heads/main "$new" "$old"
+n=$(cat other.count 2>/dev/null || echo 0); n=$((n+1)); echo $n > other.count
+old=$(git rev-parse -q --verify refs/pem/state)
+export GIT_INDEX_FILE=$PWD/other.index
+rm -f "$GIT_INDEX_FILE"
+if [ -n "$old" ]; then git read-tree "$old"; fi
+blob=$(echo "another writer's trace $n" | git hash-object -w --stdin)
+git update-index --add --cacheinfo 100644,$blob,traces/z.example/2026-01-02/01JZ$(printf %022d $n).yaml
+tree=$(git write-tree)
+export GIT_AUTHOR_NAME=other GIT_AUTHOR_EMAIL=o@example.com GIT_COMMITTER_NAME=other GIT_COMMITTER_EMAIL=o@example.com
+if [ -n "$old" ]; then new=$(echo "another writer" | git commit-tree -p "$old" "$tree"); else new=$(echo "another writer" | git commit-tree "$tree"); fi
+git update-ref refs/pem/state "$new" $old
 `
 
 // A push that another writer wins every time: Sync replays and retries with
@@ -70,7 +80,7 @@ func TestSyncRetriesLostPushes(t *testing.T) {
 			t.Errorf("the error does not say %q: %v", s, err)
 		}
 	}
-	if res == nil || res.Retries != 3 || res.Pushed {
+	if res == nil || res.Retries != 3 || res.StatePushed {
 		t.Fatalf("result: %+v", res)
 	}
 	// Three pauses: the caps double from the backoff (the tries are faster
@@ -78,12 +88,13 @@ func TestSyncRetriesLostPushes(t *testing.T) {
 	if want := []time.Duration{5 * time.Second, 10 * time.Second, 12 * time.Second}; len(pauses) != 3 || pauses[0] != want[0] || pauses[1] != want[1] || pauses[2] != want[2] {
 		t.Errorf("pauses %v, want %v", pauses, want)
 	}
-	// Each try replayed the trace onto the other writer's newest commit; the
-	// trace is committed locally and not on the remote.
-	if got := gitcli.Run(t, a, "log", "--format=%s", "-2"); !strings.HasPrefix(got, "pem: add 1 trace(s)\nanother writer") {
-		t.Errorf("the local commit is not on top of the remote's head:\n%s", got)
+	// Each try replayed the trace onto the other writer's newest state
+	// commit; the trace is committed locally and not on the remote.
+	state := gitrepo.StateRef.String()
+	if got := gitcli.Run(t, a, "log", "--format=%s", "-2", state); !strings.HasPrefix(got, "pem: add 1 trace(s)\nanother writer") {
+		t.Errorf("the local commit is not on top of the remote's state:\n%s", got)
 	}
-	if out := gitcli.Run(t, bare, "ls-tree", "-r", "--name-only", "main"); strings.Contains(out, trace) {
+	if out := gitcli.Run(t, bare, "ls-tree", "-r", "--name-only", state); strings.Contains(out, trace) {
 		t.Fatalf("the remote has the trace although every push lost:\n%s", out)
 	}
 	gitlogStatusClean(t, a)
@@ -94,13 +105,14 @@ func TestSyncRetriesLostPushes(t *testing.T) {
 	}
 	pauses = nil
 	res, err = syncDir(ctx, a, opt)
-	if err != nil || !res.Pushed || res.Retries != 0 || len(pauses) != 0 {
+	if err != nil || !res.StatePushed || res.Retries != 0 || len(pauses) != 0 {
 		t.Fatalf("sync after the race: %+v, %v (pauses %v)", res, err, pauses)
 	}
-	if out := gitcli.Run(t, bare, "ls-tree", "-r", "--name-only", "main"); !strings.Contains(out, trace) {
-		t.Fatalf("the remote lacks the trace:\n%s", out)
+	out := gitcli.Run(t, bare, "ls-tree", "-r", "--name-only", state)
+	if !strings.Contains(out, trace) || strings.Count(out, "z.example") != 4 {
+		t.Fatalf("the remote lacks the trace or one of the other writer's four:\n%s", out)
 	}
-	if merges := gitcli.Run(t, bare, "rev-list", "--min-parents=2", "--count", "main"); merges != "0" {
+	if merges := gitcli.Run(t, bare, "rev-list", "--min-parents=2", "--count", state); merges != "0" {
 		t.Errorf("%s merges on the remote", merges)
 	}
 	gitcli.Run(t, bare, "fsck", "--strict")

@@ -3,7 +3,8 @@
 // Command simulate runs a knowledge tree through simulated days of fleet use
 // and prints, per simulated week, what the repository costs: the size of
 // .git, its pack count and loose objects, a full clone and a facts-only clone
-// (pem clone) and their times, and the CPU time and peak memory of the
+// (pem clone) and their times, the size of the state ref (refs/pem/state:
+// the live traces and experience), and the CPU time and peak memory of the
 // consolidations of that week; at the end, the extrapolation to one year at
 // -year-runs runs a day. It drives the real pem binary (-pem) as a fleet
 // would: traces are written into traces/ as the agents' saves leave them
@@ -84,7 +85,8 @@ type week struct {
 	packs, loose        int
 	fullClone, facts    time.Duration
 	fullBytes, factsB   int64
-	noTraces            int64 // the history's objects but the traces', packed
+	stateBytes          int64 // the objects refs/pem/state reaches, packed
+	stateCommits        int
 	factsCPU            time.Duration
 	cpu, maxCPU         time.Duration
 	consolidations      int
@@ -119,7 +121,7 @@ func run(ctx context.Context, c config) error {
 		c.days, c.traces, c.domains, c.intents, c.perDay, c.deepEvery, runtime.GOMAXPROCS(0))
 	fmt.Printf("load average at the start: %s\n", treegen.LoadAverage())
 	fmt.Println()
-	fmt.Println("| week | traces in tree | commits | .git | packs | loose | full clone (wall, size) | history without traces | facts-only clone (pem clone: wall, CPU, size) | consolidation CPU mean / max | peak RSS | deep-learn CPU, RSS |")
+	fmt.Println("| week | traces in tree | commits | .git | packs | loose | full clone (wall, size) | state ref (packed, commits) | facts-only clone (pem clone: wall, CPU, size) | consolidation CPU mean / max | peak RSS | deep-learn CPU, RSS |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	rng := rand.New(rand.NewSource(c.seed))
 	var weeks []week
@@ -189,12 +191,12 @@ func printWeek(w week) {
 	if w.facts > 0 {
 		facts = fmt.Sprintf("%.2f s, %.2f s CPU, %s", w.facts.Seconds(), w.factsCPU.Seconds(), size(w.factsB))
 	}
-	noTraces := "—"
-	if w.noTraces > 0 {
-		noTraces = size(w.noTraces)
+	state := "—"
+	if w.stateBytes > 0 {
+		state = fmt.Sprintf("%s, %d", size(w.stateBytes), w.stateCommits)
 	}
 	fmt.Printf("| %d | %d | %d | %s | %d | %d | %s | %s | %s | %.2f / %.2f s | %d MiB | %s |\n", w.n, w.traceFiles, w.commits, size(w.gitBytes), w.packs, w.loose,
-		clone(w.fullClone, w.fullBytes), noTraces, facts, mean.Seconds(), w.maxCPU.Seconds(), w.peakRSS/1024, deep)
+		clone(w.fullClone, w.fullBytes), state, facts, mean.Seconds(), w.maxCPU.Seconds(), w.peakRSS/1024, deep)
 }
 
 // extrapolate scales the growth of the last week to one year at c.yearRuns
@@ -223,9 +225,11 @@ func extrapolate(c config, weeks []week) {
 		d, y := yearOf(last.fullBytes, prev.fullBytes)
 		fmt.Printf("  history a new full clone fetches: +%s a day -> %s at one year (goal ≤ 1 GiB)\n", size(int64(d)), size(int64(y)))
 	}
-	if last.noTraces > 0 && prev.noTraces > 0 {
-		d, y := yearOf(last.noTraces, prev.noTraces)
-		fmt.Printf("  the same history without the traces (traces off the main history): +%s a day -> %s at one year\n", size(int64(d)), size(int64(y)))
+	if last.stateBytes > 0 {
+		// Not a history: the live traces and the experience, bounded by
+		// ttl_days through the snapshots; it scales with the runs a day.
+		fmt.Printf("  state ref (refs/pem/state, what pem clone and sync fetch of it at most): %s in the last week (%d commits since its snapshot), ×%.2f at %d runs a day: ~%s, flat in time once ttl_days expire traces\n",
+			size(last.stateBytes), last.stateCommits, scale, c.yearRuns, size(int64(float64(last.stateBytes)*scale)))
 	}
 	if last.fullClone > 0 && last.fullBytes > 0 {
 		rate := float64(last.fullBytes) / last.fullClone.Seconds()
@@ -257,8 +261,11 @@ func measure(ctx context.Context, c config, tree string, w *week, clones bool) e
 	if !clones {
 		return nil
 	}
-	if w.noTraces, err = historyWithout(ctx, tree, store.TracesDir+"/"); err != nil {
+	if w.stateBytes, err = packedSize(ctx, tree, "refs/pem/state"); err != nil {
 		return err
+	}
+	if out, err := exec.CommandContext(ctx, "git", "-C", tree, "rev-list", "--count", "refs/pem/state").Output(); err == nil {
+		fmt.Sscan(string(out), &w.stateCommits)
 	}
 	url := "file://" + tree
 	full := filepath.Join(c.dir, "clone-full")
@@ -284,29 +291,18 @@ func measure(ctx context.Context, c config, tree string, w *week, clones bool) e
 	return nil
 }
 
-// historyWithout packs every object the history reaches except those under
-// prefix (by the path git rev-list names them with) and returns the pack's
-// size: what a clone would fetch if prefix were not on the history. Commits
-// and root trees still name the left-out trees; their size is the same.
-func historyWithout(ctx context.Context, tree, prefix string) (int64, error) {
-	list, err := exec.CommandContext(ctx, "git", "-C", tree, "rev-list", "--objects", "HEAD").Output()
-	if err != nil {
-		return 0, fmt.Errorf("git rev-list --objects: %w", err)
+// packedSize packs every object rev reaches and returns the pack's size
+// (0 when rev does not exist).
+func packedSize(ctx context.Context, tree, rev string) (int64, error) {
+	if exec.CommandContext(ctx, "git", "-C", tree, "rev-parse", "-q", "--verify", rev).Run() != nil {
+		return 0, nil
 	}
-	var keep bytes.Buffer
-	for _, l := range strings.Split(string(list), "\n") {
-		h, p, _ := strings.Cut(l, " ")
-		if h == "" || p == strings.TrimSuffix(prefix, "/") || strings.HasPrefix(p, prefix) {
-			continue
-		}
-		keep.WriteString(h + "\n")
-	}
-	cmd := exec.CommandContext(ctx, "git", "-C", tree, "pack-objects", "--stdout", "-q")
-	cmd.Stdin = &keep
+	cmd := exec.CommandContext(ctx, "git", "-C", tree, "pack-objects", "--revs", "--stdout", "-q")
+	cmd.Stdin = strings.NewReader(rev + "\n")
 	var n countWriter
 	cmd.Stdout = &n
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("git pack-objects: %w", err)
+		return 0, fmt.Errorf("git pack-objects %s: %w", rev, err)
 	}
 	return int64(n), nil
 }
@@ -323,7 +319,9 @@ func pemRun(c config, tree string, args ...string) (*syscall.Rusage, error) {
 	cmd := exec.Command(c.pem, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.Env = append(os.Environ(), "PEM_GIT_AUTHOR_NAME=simulate", "PEM_GIT_AUTHOR_EMAIL=simulate@localhost")
+	// The simulated days pass in minutes: the prune's day of grace for
+	// unreachable objects would keep them all.
+	cmd.Env = append(os.Environ(), "PEM_GIT_AUTHOR_NAME=simulate", "PEM_GIT_AUTHOR_EMAIL=simulate@localhost", "PEM_PRUNE_EXPIRE=now")
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("pem %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
