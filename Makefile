@@ -123,7 +123,7 @@ simulate: build
 ## (PLATFORMS="linux/amd64" for one); .github/workflows/release.yml runs it on a tag
 release:
 	@if [ -z "$(VERSION)" ]; then echo "make: give the version: make release VERSION=v0.1.0" >&2; exit 2; fi
-	.github/scripts/release.sh $(VERSION) $(PLATFORMS)
+	PEM_TAGS="$(PEM_TAGS)" .github/scripts/release.sh $(VERSION) $(PLATFORMS)
 
 clean:
 	rm -rf bin dist

@@ -10,7 +10,8 @@
 # amd64 and arm64, and windows/amd64. `make release VERSION=v0.3.0` runs it,
 # and so does .github/workflows/release.yml for every pushed v* tag. The
 # binary reports VERSION and the commit it was built from (pem --version).
-# Environment: DIST (default <repo>/dist), GO (default go).
+# Environment: DIST (default <repo>/dist), GO (default go), PEM_TAGS (the build
+# tags, default urfave_cli_no_docs: the Makefile's, the same as `make build`).
 set -euo pipefail
 
 usage="usage: $0 VERSION [GOOS/GOARCH ...] (VERSION like v0.3.0)"
@@ -28,6 +29,7 @@ fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dist=${DIST:-$root/dist}
 go=${GO:-go}
+tags=${PEM_TAGS-urfave_cli_no_docs}
 v=${version#v}
 
 # The commit, its time and whether the tree has uncommitted changes: the go
@@ -75,7 +77,7 @@ for t in "${targets[@]}"; do
   [ "$os" = windows ] && exe=pem.exe
   mkdir -p "$work/$name"
   echo "release: building $name" >&2
-  (cd "$root" && CGO_ENABLED=0 GOOS=$os GOARCH=$arch "$go" build -trimpath -buildvcs=auto -ldflags "$ldflags" -o "$work/$name/$exe" ./cmd/pem)
+  (cd "$root" && CGO_ENABLED=0 GOOS=$os GOARCH=$arch "$go" build -tags "$tags" -trimpath -buildvcs=auto -ldflags "$ldflags" -o "$work/$name/$exe" ./cmd/pem)
   cp "$root/README.md" "$work/$name/"
   if [ "$os" = windows ]; then
     pack_zip "$work" "$name" "$dist/$name.zip"

@@ -120,6 +120,13 @@ func TestRelease(t *testing.T) {
 	if !strings.HasPrefix(line, wantPrefix) || !strings.HasSuffix(line, ") "+runtime.Version()+" "+platform) {
 		t.Fatalf("pem --version says %q, want %q… %s %s", line, wantPrefix, runtime.Version(), platform)
 	}
+	// Built with make build's tags (the Makefile's PEM_TAGS): the release
+	// starts as fast as the binary docs/performance.md measured.
+	if bi, err := exec.Command("go", "version", "-m", pemBin).CombinedOutput(); err != nil {
+		t.Errorf("go version -m %s: %v\n%s", pemBin, err, bi)
+	} else if !strings.Contains(string(bi), "-tags=urfave_cli_no_docs") {
+		t.Errorf("the release binary was not built with -tags urfave_cli_no_docs (make build's PEM_TAGS); its build info:\n%s", bi)
+	}
 	// A static binary: no interpreter, no shared libraries.
 	if runtime.GOOS == "linux" {
 		if b, err := os.ReadFile(pemBin); err == nil && strings.Contains(string(b[:min(len(b), 4096)]), "ld-linux") {
