@@ -349,15 +349,35 @@ func TestVerifyContestRecoverLifecycle(t *testing.T) {
 		v2 = append(v2, f2.trace(traceSpec{url: starsURL, intent: "star count", session: "s3", at: later.Add(time.Duration(i) * time.Minute), ok: true, steps: starsRouteV2}))
 	}
 	put(t, st, v2...)
-	if _, err := Run(context.Background(), st, at(later)); err != nil {
+	verifiedAt := fa.Provenance.LastVerified
+	head := gitcli.Run(t, dir, "rev-parse", "HEAD")
+	res, err := Run(context.Background(), st, at(later))
+	if err != nil {
 		t.Fatal(err)
 	}
 	fa = readFacts(t, st)
 	if fa.ContentHash() != content || fa.Revision != rev || fa.Status != engine.Verified {
 		t.Fatalf("verified content changed by a later fold: r%s → r%s (%s)", rev, fa.ContentHash(), fa.Status)
 	}
-	if !fa.Provenance.LastVerified.Equal(v2[1].StartedAt) {
-		t.Fatalf("last_verified %s, want the newest success %s", fa.Provenance.LastVerified, v2[1].StartedAt)
+	// The successes are evidence (the state ref); the facts file on main is
+	// not rewritten: its last_verified is the verification's. (Route v2's
+	// failed first click is a new site note: that file is new on main.)
+	if moved := gitcli.Run(t, dir, "diff", "--name-only", head, "HEAD", "--", "facts/github.com/star-count.yaml"); moved != "" || res.State == "" {
+		t.Fatalf("successes of a verified entry rewrote %q on main (state commit %q); want only a state commit for it", moved, res.State)
+	}
+	if verifiedAt.IsZero() || !fa.Provenance.LastVerified.Equal(verifiedAt) {
+		t.Fatalf("facts last_verified %s, want the verification's %s", fa.Provenance.LastVerified, verifiedAt)
+	}
+	// The recall's last_verified is still the newest success: derived from
+	// the experience.
+	eng := engine.New(st)
+	eng.Now = func() time.Time { return later }
+	r, err := eng.Query(context.Background(), starsURL, "star count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LastVerified == nil || !r.LastVerified.Equal(v2[1].StartedAt) {
+		t.Fatalf("recall last_verified %v, want the newest success %s", r.LastVerified, v2[1].StartedAt)
 	}
 
 	// A failure streak contests it; content still frozen.
@@ -741,14 +761,20 @@ func TestRunOpensTheRepositoryOnce(t *testing.T) {
 	before = gitrepo.Opens()
 	opts := at(day0)
 	opts.Repo = repo
+	head := gitcli.Run(t, dir, "rev-parse", "HEAD")
 	for i, want := range []int{1, 0} {
 		res, err := Run(ctx, st, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Commits) != want {
-			t.Fatalf("run %d: commits %v, want %d", i, res.Commits, want)
+		// One more success of the same route: evidence, on the state ref;
+		// the facts on main do not move (no main commit).
+		if got := len(res.Commits); got != 0 || (res.State != "") != (want == 1) {
+			t.Fatalf("run %d: main commits %v, state commit %q; want no main commit and %d state commit", i, res.Commits, res.State, want)
 		}
+	}
+	if h := gitcli.Run(t, dir, "rev-parse", "HEAD"); h != head {
+		t.Fatalf("a success of the same route moved main from %s to %s", head, h)
 	}
 	if n := gitrepo.Opens() - before; n != 0 {
 		t.Fatalf("runs with Options.Repo opened the repository %d times, want 0", n)

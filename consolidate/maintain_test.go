@@ -52,8 +52,10 @@ func TestConsolidationRepacksAndStaysIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Commits) == 0 || res.Maintenance == nil {
-			t.Fatalf("run %d: commits %v, maintenance %v", run, res.Commits, res.Maintenance)
+		// Runs after the first only add evidence of the same route: the state
+		// ref takes the commit, and main's facts do not move.
+		if len(res.Commits) == 0 && res.State == "" || res.Maintenance == nil {
+			t.Fatalf("run %d: commits %v, state %q, maintenance %v", run, res.Commits, res.State, res.Maintenance)
 		}
 		if len(res.Plan.Warnings) > 0 {
 			t.Fatalf("run %d warned: %v", run, res.Plan.Warnings)

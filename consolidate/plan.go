@@ -3,7 +3,9 @@ package consolidate
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -211,6 +213,12 @@ func plural(n int, one, many string) string {
 	return many
 }
 
+// StabilityStep is how far a selector's stability (ok/(ok+fail) of its own
+// record) must move from the value in the facts file before consolidation
+// rewrites it: smaller moves are per-run noise, and the selector's full
+// record is in experience.
+const StabilityStep = 0.05
+
 // MaxProvenanceTraces caps facts.provenance.traces: the newest ids are kept;
 // the full evidence is in experience.
 const MaxProvenanceTraces = 10
@@ -227,7 +235,13 @@ const MaxProvenanceTraces = 10
 //     its content (url patterns, the latest successful route as steps,
 //     selectors ranked by their own record) follows new evidence until the
 //     entry is verified; a verified or contested entry's content is frozen
-//     and only its status, history and last_verified move;
+//     and only its status and history move;
+//   - a facts file is rewritten only when something a reviewer reads moves:
+//     content (a selector's stability only by StabilityStep or more), status,
+//     history; provenance.traces follow the content (they are the runs behind
+//     the current revision), and provenance.last_verified is set when the
+//     entry becomes verified — per-run freshness is the experience's
+//     (last_success_at; the recall's last_verified is derived from it);
 //   - a folded trace older than ttl_days is expired; its evidence stays.
 func Plan(now time.Time, in Input) *Changeset {
 	now = now.UTC()
@@ -499,6 +513,11 @@ func planEntry(now time.Time, p engine.Policy, k Key, base, x *engine.Experience
 		f = f0.Clone()
 		if !frozen(f0) && len(fresh) > 0 {
 			derive(f, x, route, fresh)
+			if f.Revision == f0.Revision {
+				// Same content: its provenance stays that of the runs it came
+				// from (a new run of the same route is evidence, in experience).
+				f.Provenance = f0.Clone().Provenance
+			}
 			dirty = !sameFacts(f, f0)
 			if f.Revision != f0.Revision {
 				plan.Changes = append(plan.Changes, Change{Kind: KindUpdate, Key: k, Revision: f.Revision,
@@ -531,10 +550,9 @@ func planEntry(now time.Time, p engine.Policy, k Key, base, x *engine.Experience
 			}
 			plan.Changes = append(plan.Changes, c)
 			dirty = true
-		} else if f.Status == engine.Verified && len(fresh) > 0 && x.LastSuccessAt.After(f.Provenance.LastVerified) {
-			f.Provenance.LastVerified = x.LastSuccessAt // a lifecycle field: it moves while frozen
-			dirty = true
 		}
+		// A verified entry's later successes move no facts file: the recall's
+		// last_verified is the experience's last success (engine.Recall).
 		if dirty {
 			e.Facts = f
 		}
@@ -612,6 +630,12 @@ func derive(f *engine.Facts, x *engine.Experience, route *engine.Trace, fresh []
 		for name, s := range sels {
 			if old, ok := f.Selectors[name]; ok && old.Primary == s.Primary {
 				s.Fallbacks = mergeStrings(s.Fallbacks, old.Fallbacks)
+				// Stability is a running ratio: every run nudges it. It is
+				// rewritten (a new revision) only when it moves by
+				// StabilityStep or more from what the file says.
+				if old.Stability > 0 && math.Abs(s.Stability-old.Stability) < StabilityStep-1e-9 {
+					s.Stability = old.Stability
+				}
 				sels[name] = s
 			}
 		}
@@ -866,7 +890,7 @@ func planSites(in Input, work map[Key]*engine.Experience, fresh map[Key][]*engin
 			sort.Strings(ok)
 			s = engine.MarkWorked(s, k.IntentKey, ok)
 		}
-		if len(s.Notes) == 0 && base == nil || s.Equal(base) {
+		if len(s.Notes) == 0 && base == nil || s.Equal(base) || !siteMoved(base, s) {
 			continue
 		}
 		plan.Sites = append(plan.Sites, s)
@@ -887,4 +911,24 @@ func planSites(in Input, work map[Key]*engine.Experience, fresh map[Key][]*engin
 			Reason: fmt.Sprintf("%d new %s of %d %s; %d %s, %d served (was %d)", len(runs), plural(len(runs), "run", "runs"),
 				len(keys), plural(len(keys), "intent", "intents"), len(s.Notes), plural(len(s.Notes), "note", "notes"), served, before)})
 	}
+}
+
+// siteMoved reports whether a domain's folded site entry s says something its
+// file (base) does not: a note added or dropped, a note's intents or worked
+// intents, or its number of runs. A note that was only seen again — at the
+// cap of MaxSiteTraces its newest trace ids rotate, and its last_seen moves —
+// leaves the file as it is: what is served is the same, and the runs are in
+// the traces and the experience.
+func siteMoved(base, s *engine.Site) bool {
+	if base == nil || len(base.Notes) != len(s.Notes) {
+		return true
+	}
+	for i, a := range s.Notes {
+		b := base.Notes[i]
+		if a.Kind != b.Kind || a.URLPattern != b.URLPattern || a.Type != b.Type || a.Selector != b.Selector || a.Action != b.Action ||
+			!slices.Equal(a.Intents, b.Intents) || !slices.Equal(a.Worked, b.Worked) || len(a.Traces) != len(b.Traces) {
+			return true
+		}
+	}
+	return false
 }

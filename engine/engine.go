@@ -853,8 +853,14 @@ func (e *Engine) recall(en *entry, n NormalizedURL, match string, p Policy) *Rec
 		r.AntiPatterns = append(r.AntiPatterns, f.AntiPatterns...)
 		r.InteractionHints = append(r.InteractionHints, f.InteractionHints...)
 		r.Answers = append(r.Answers, f.Answers...)
-		if !f.Provenance.LastVerified.IsZero() {
-			lv := f.Provenance.LastVerified
+		// last_verified: when the entry was verified (the facts' own, set
+		// on the status change) or, while it stays verified, its latest
+		// folded success (the experience's): per-run freshness lives in
+		// experience, so the facts file does not move with every run.
+		if lv := f.Provenance.LastVerified; !lv.IsZero() {
+			if f.Status == Verified && en.exp != nil && en.exp.LastSuccessAt.After(lv) {
+				lv = en.exp.LastSuccessAt
+			}
 			r.LastVerified = &lv
 		}
 		for _, b := range f.KnownBlockers {

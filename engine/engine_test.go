@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -698,6 +699,48 @@ func TestInjection(t *testing.T) {
 	for _, s := range []string{"12", "go install example.com/acme/widgets@latest", "Fix memory leak (#12)", "main"} {
 		if w := engine.Injection(&engine.Trace{Result: engine.Result{Answer: s}}); w != "" {
 			t.Errorf("flagged %q: %s", s, w)
+		}
+	}
+}
+
+// TestRecallLastVerifiedFollowsExperience: the facts' last_verified is the
+// verification's (consolidation no longer rewrites it at every success); the
+// recall's is the experience's last folded success while the entry stays
+// verified, and the facts' own otherwise.
+func TestRecallLastVerifiedFollowsExperience(t *testing.T) {
+	st := storetest.NewMemStore()
+	e := testEngine(st, t0)
+	verifiedAt := t0.Add(-5 * time.Hour)
+	f := &engine.Facts{Format: 1, Domain: "github.com", Intent: "star count", IntentKey: "star-count", Status: engine.Verified,
+		URLPatterns: []string{"/*/*"}, Steps: []engine.Step{{Seq: 1, Action: "get_text", Selector: "#stars"}},
+		Provenance: engine.Provenance{LastVerified: verifiedAt}}
+	st.PutFacts(ctx, f)
+	x := &engine.Experience{Format: 1, Domain: "github.com", Intent: "star count", IntentKey: "star-count"}
+	for i := 0; i < 8; i++ {
+		x.Evidence = append(x.Evidence, ok(fmt.Sprintf("T%02d", i), t0.Add(-time.Duration(i+1)*time.Hour), fmt.Sprintf("s%d", i%2)))
+	}
+	x.LastSuccessAt = t0.Add(-time.Hour)
+	st.PutExperience(ctx, x)
+	for _, c := range []struct {
+		status engine.Status
+		last   time.Time // the experience's last success
+		want   time.Time
+	}{
+		{engine.Verified, t0.Add(-time.Hour), t0.Add(-time.Hour)},
+		{engine.Verified, verifiedAt.Add(-time.Hour), verifiedAt}, // never earlier than the verification
+		{engine.Contested, t0.Add(-time.Hour), verifiedAt},        // successes after a contest verify nothing
+	} {
+		f.Status, x.LastSuccessAt = c.status, c.last
+		st.PutFacts(ctx, f)
+		st.PutExperience(ctx, x)
+		r := query(t, e, "https://github.com/pemdev/pem", "star count")
+		if r.LastVerified == nil || !r.LastVerified.Equal(c.want) {
+			t.Errorf("%s, last success %s: recall last_verified %v, want %s", c.status, c.last, r.LastVerified, c.want)
+		}
+		// The JSON field agents read.
+		data, _ := json.Marshal(r)
+		if !strings.Contains(string(data), `"last_verified":"`+c.want.Format(time.RFC3339Nano)+`"`) {
+			t.Errorf("recall JSON lacks last_verified %s: %s", c.want.Format(time.RFC3339Nano), data)
 		}
 	}
 }
