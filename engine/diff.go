@@ -156,21 +156,32 @@ func diffRev(f *Facts) string {
 // Empty reports whether nothing moved.
 func (d EntryDiff) Empty() bool { return len(diffLines(d)) == 0 }
 
-// TraceDelta counts the traces of one domain that appeared (runs recorded) and
-// went away (expired after they were folded) between two versions.
+// TraceDelta counts the traces of one domain that appeared (runs recorded),
+// went away (expired after they were folded), and left the branch for
+// refs/pem/state (moved: a consolidation folded a trace a trace-only pull
+// request merged, or moved an old-style tree; the trace is kept) between two
+// versions.
 type TraceDelta struct {
 	Domain  string `json:"domain"`
 	Added   int    `json:"added"`
 	Removed int    `json:"removed"`
+	Moved   int    `json:"moved,omitempty"`
 }
+
+// StateRefName is the ref traces and experience live on (gitrepo.StateRef),
+// as reports name it.
+const StateRefName = "refs/pem/state"
 
 // DiffReport is the whole of `pem diff`.
 type DiffReport struct {
-	From     string       `json:"from"` // labels of the two versions (short hashes)
-	To       string       `json:"to"`
-	Entries  []EntryDiff  `json:"entries"`
-	Traces   []TraceDelta `json:"traces"`
-	Problems []string     `json:"problems,omitempty"` // files that could not be read, with why
+	From    string       `json:"from"` // labels of the two versions (short hashes)
+	To      string       `json:"to"`
+	Entries []EntryDiff  `json:"entries"`
+	Traces  []TraceDelta `json:"traces"`
+	// MovedExperience counts the experience files the branch stopped
+	// tracking because they moved to refs/pem/state (kept there, not lost).
+	MovedExperience int      `json:"moved_experience,omitempty"`
+	Problems        []string `json:"problems,omitempty"` // files that could not be read, with why
 }
 
 // Sort orders entries and trace counts by domain and intent key.
@@ -186,10 +197,11 @@ func (r *DiffReport) Sort() {
 	sort.Strings(r.Problems)
 }
 
-func (r *DiffReport) traceTotals() (added, removed int) {
+func (r *DiffReport) traceTotals() (added, removed, moved int) {
 	for _, t := range r.Traces {
 		added += t.Added
 		removed += t.Removed
+		moved += t.Moved
 	}
 	return
 }
@@ -197,9 +209,13 @@ func (r *DiffReport) traceTotals() (added, removed int) {
 // WriteText writes the report for a terminal.
 func (r *DiffReport) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	added, removed := r.traceTotals()
-	fmt.Fprintf(bw, "pem diff %s..%s: %d entr%s changed, %d new trace(s), %d expired\n",
+	added, removed, moved := r.traceTotals()
+	fmt.Fprintf(bw, "pem diff %s..%s: %d entr%s changed, %d new trace(s), %d expired",
 		r.From, r.To, len(r.Entries), diffPlural(len(r.Entries), "y", "ies"), added, removed)
+	if moved > 0 || r.MovedExperience > 0 {
+		fmt.Fprintf(bw, ", moved to %s: %d trace(s), %d experience file(s)", StateRefName, moved, r.MovedExperience)
+	}
+	bw.WriteString("\n")
 	for _, e := range r.Entries {
 		fmt.Fprintf(bw, "\n%s/%s", e.Domain, e.IntentKey)
 		if e.Intent != "" && e.Intent != e.IntentKey {
@@ -213,7 +229,11 @@ func (r *DiffReport) WriteText(w io.Writer) error {
 	if len(r.Traces) > 0 {
 		bw.WriteString("\ntraces:\n")
 		for _, t := range r.Traces {
-			fmt.Fprintf(bw, "  %s: +%d -%d\n", t.Domain, t.Added, t.Removed)
+			fmt.Fprintf(bw, "  %s: +%d -%d", t.Domain, t.Added, t.Removed)
+			if t.Moved > 0 {
+				fmt.Fprintf(bw, ", %d moved to %s", t.Moved, StateRefName)
+			}
+			bw.WriteString("\n")
 		}
 	}
 	for _, p := range r.Problems {
@@ -227,10 +247,15 @@ func (r *DiffReport) WriteText(w io.Writer) error {
 // link or mention anything.
 func (r *DiffReport) WriteMarkdown(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	added, removed := r.traceTotals()
+	added, removed, moved := r.traceTotals()
 	fmt.Fprintf(bw, "## pem: knowledge changes %s..%s\n\n", diffCode(r.From), diffCode(r.To))
-	fmt.Fprintf(bw, "%d entr%s changed · %d new trace(s) · %d expired trace(s)\n",
+	fmt.Fprintf(bw, "%d entr%s changed · %d new trace(s) · %d expired trace(s)",
 		len(r.Entries), diffPlural(len(r.Entries), "y", "ies"), added, removed)
+	if moved > 0 || r.MovedExperience > 0 {
+		// Not lost: off the branch, on the state ref (docs/scale.md).
+		fmt.Fprintf(bw, " · moved to `%s` (kept, off the branch): %d trace(s), %d experience file(s)", StateRefName, moved, r.MovedExperience)
+	}
+	bw.WriteString("\n")
 	for _, e := range r.Entries {
 		fmt.Fprintf(bw, "\n### %s / %s\n\n", diffCode(e.Domain), diffCode(e.IntentKey))
 		if e.Intent != "" && e.Intent != e.IntentKey {
@@ -241,10 +266,18 @@ func (r *DiffReport) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	if len(r.Traces) > 0 {
-		bw.WriteString("\n### Traces\n\n| domain | new | expired |\n| --- | ---: | ---: |\n")
+		if moved > 0 {
+			bw.WriteString("\n### Traces\n\n| domain | new | expired | moved to `" + StateRefName + "` |\n| --- | ---: | ---: | ---: |\n")
+		} else {
+			bw.WriteString("\n### Traces\n\n| domain | new | expired |\n| --- | ---: | ---: |\n")
+		}
 		for _, t := range r.Traces {
 			// A pipe would split a table cell even inside a code span.
-			fmt.Fprintf(bw, "| %s | %d | %d |\n", strings.ReplaceAll(diffCode(t.Domain), "|", "\\|"), t.Added, t.Removed)
+			fmt.Fprintf(bw, "| %s | %d | %d |", strings.ReplaceAll(diffCode(t.Domain), "|", "\\|"), t.Added, t.Removed)
+			if moved > 0 {
+				fmt.Fprintf(bw, " %d |", t.Moved)
+			}
+			bw.WriteString("\n")
 		}
 	}
 	if len(r.Problems) > 0 {

@@ -204,10 +204,20 @@ func DiffLimit(rel string) int {
 // Diff builds pem diff's report between two versions of the tree, labelled
 // from and to, out of the files that changed (facts and experience read at
 // DiffLimit). factsAt reads a facts file in the newer version, with its blob
-// hash ("" when absent), for entries where only the experience moved. A version that does
-// not decode is listed in the report's problems.
+// hash ("" when absent), for entries where only the experience moved; Diff also reads the
+// newer version's .gitignore with it. A version that does not decode is listed in the
+// report's problems.
+//
+// When the newer version keeps traces and experience off the branch (its .gitignore has
+// StateIgnore's lines: they live on refs/pem/state), a trace or experience file the branch
+// stopped tracking was moved there, not expired or lost: it is counted as moved, and a moved
+// experience file is no entry change.
 func Diff(from, to string, changes []Change, factsAt func(rel string) (data []byte, hash string, err error)) *engine.DiffReport {
 	rep := &engine.DiffReport{From: from, To: to, Entries: []engine.EntryDiff{}, Traces: []engine.TraceDelta{}}
+	offBranch := false
+	if data, hash, err := factsAt(".gitignore"); err == nil && hash != "" {
+		offBranch = ignoresState(data)
+	}
 	type pair struct{ facts, exp *Change }
 	entries := map[[2]string]*pair{}
 	traces := map[string]*engine.TraceDelta{}
@@ -221,15 +231,22 @@ func Diff(from, to string, changes []Change, factsAt func(rel string) (data []by
 				td = &engine.TraceDelta{Domain: pl.Domain}
 				traces[pl.Domain] = td
 			}
-			if ch.From == "" {
+			switch {
+			case ch.From == "":
 				td.Added++
-			} else if ch.To == "" {
+			case ch.To == "" && offBranch:
+				td.Moved++
+			case ch.To == "":
 				td.Removed++
 			}
 		case KindSite:
 			// Not an entry: the site entry is derived from the entries'
 			// runs, and pem diff reports entries and traces.
 		case KindFacts, KindExperience:
+			if pl.Kind == KindExperience && ch.To == "" && offBranch {
+				rep.MovedExperience++
+				continue
+			}
 			k := [2]string{pl.Domain, pl.Key}
 			if entries[k] == nil {
 				entries[k] = &pair{}
@@ -541,4 +558,19 @@ func CheckInjected(rel string, data []byte) []engine.CheckProblem {
 		return nil
 	}
 	return []engine.CheckProblem{*p}
+}
+
+// ignoresState reports whether a .gitignore holds StateIgnore's lines: the
+// tree keeps traces and experience on refs/pem/state.
+func ignoresState(gitignore []byte) bool {
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(gitignore), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	for _, l := range strings.Split(strings.TrimSpace(StateIgnore), "\n") {
+		if !have[l] {
+			return false
+		}
+	}
+	return true
 }

@@ -151,3 +151,39 @@ func TestCheckInjected(t *testing.T) {
 		t.Errorf("a file of no kind: %+v", got)
 	}
 }
+
+// TestDiffMovedOrExpired: a trace (or experience file) the newer version no
+// longer tracks was moved to refs/pem/state when that version's .gitignore
+// keeps the state's directories off the branch; else a trace expired.
+func TestDiffMovedOrExpired(t *testing.T) {
+	trace := store.Change{Path: "traces/example.com/2026-03-01/01J0000000000000000000000A.yaml", From: "aaaa"}
+	added := store.Change{Path: "traces/example.com/2026-03-02/01J0000000000000000000000B.yaml", To: "bbbb"}
+	exp := store.Change{Path: "experience/example.com/find-stars.yaml", From: "cccc", Old: []byte("format: 1\ndomain: example.com\nintent: find stars\nintent_key: find-stars\nattempts: 2\nsuccesses: 2\nfailures: 0\n")}
+	for _, c := range []struct {
+		name      string
+		gitignore string // "" : none
+		moved     bool
+	}{
+		{"state layout", ".pem.lock\n*.tmp\n" + store.StateIgnore, true},
+		{"old layout", ".pem.lock\n*.tmp\n", false},
+		{"no .gitignore", "", false},
+	} {
+		at := func(rel string) ([]byte, string, error) {
+			if rel == ".gitignore" && c.gitignore != "" {
+				return []byte(c.gitignore), "dddd", nil
+			}
+			return nil, "", nil
+		}
+		rep := store.Diff("a", "b", []store.Change{trace, added, exp}, at)
+		if len(rep.Traces) != 1 || rep.Traces[0].Added != 1 {
+			t.Fatalf("%s: traces %+v", c.name, rep.Traces)
+		}
+		td := rep.Traces[0]
+		if c.moved && (td.Moved != 1 || td.Removed != 0 || rep.MovedExperience != 1 || len(rep.Entries) != 0) {
+			t.Errorf("%s: %+v, moved experience %d, entries %+v; want the trace and the experience moved, no entry change", c.name, td, rep.MovedExperience, rep.Entries)
+		}
+		if !c.moved && (td.Moved != 0 || td.Removed != 1 || rep.MovedExperience != 0 || len(rep.Entries) != 1) {
+			t.Errorf("%s: %+v, moved experience %d, entries %d; want the trace expired and the experience's removal an entry change", c.name, td, rep.MovedExperience, len(rep.Entries))
+		}
+	}
+}

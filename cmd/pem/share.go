@@ -175,7 +175,8 @@ func newDiffCmd() *cli.Command {
 		ArgsUsage: "[REV1 [REV2]]",
 		Description: "REV1 defaults to HEAD~1 (the empty tree when HEAD is the first commit) and REV2 to HEAD.\n" +
 			"Shows status changes, selectors, route, hints, blockers, anti-patterns, answers and evidence counts,\n" +
-			"and new and expired traces per domain. --format markdown writes a pull request body. A revision\n" +
+			"and new, expired and moved traces per domain (moved: taken off the branch to refs/pem/state by a\n" +
+			"consolidation, kept there). --format markdown writes a pull request body. A revision\n" +
 			"that names no commit exits 4 (not found).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "`text`, markdown or json"},

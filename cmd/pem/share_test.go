@@ -18,6 +18,7 @@ import (
 	"github.com/pemdev/pem/engine"
 	"github.com/pemdev/pem/store"
 	"github.com/pemdev/pem/store/gitrepo"
+	"github.com/pemdev/pem/store/storetest"
 	"github.com/pemdev/pem/store/storetest/gitcli"
 	"github.com/pemdev/pem/store/treegen"
 )
@@ -1009,5 +1010,58 @@ func TestEntryHistoryListsTheState(t *testing.T) {
 	}
 	if state != 2 || facts == 0 {
 		t.Fatalf("history lists %d experience changes on the state and %d facts changes, want 2 and some:\n%+v", state, facts, hist)
+	}
+}
+
+// TestDiffLabelsMovedTraces: a trace a trace-only pull request put on the
+// branch, then moved to refs/pem/state by the consolidation that folded it,
+// is reported as moved (kept on the state ref), not expired — in the text,
+// the pull request body (markdown) and JSON.
+func TestDiffLabelsMovedTraces(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "k")
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	gitcli.Run(t, dir, "init", "-q", "-b", "main")
+	gitcli.Run(t, dir, "add", "-A")
+	gitcli.Run(t, dir, "commit", "-q", "-m", "init")
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := storetest.NewTrace("example.com", "find stars", time.Now().Add(-time.Hour), 7)
+	if _, err := st.PutTrace(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	// The trace-only pull request, merged: the trace is on main.
+	gitcli.Run(t, dir, "add", "-f", "traces")
+	gitcli.Run(t, dir, "commit", "-q", "-m", "a trace-only pull request")
+	before := gitcli.Run(t, dir, "rev-parse", "HEAD")
+	if code, _, errs := runPem(t, "--knowledge", dir, "consolidate"); code != 0 {
+		t.Fatalf("consolidate: exit %d: %s", code, errs)
+	}
+	if files := gitcli.Run(t, dir, "ls-files", "traces"); files != "" {
+		t.Fatalf("the consolidation left traces on main: %s", files)
+	}
+	code, out, errs := runPem(t, "--knowledge", dir, "diff", before, "HEAD")
+	if code != 0 {
+		t.Fatalf("diff: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"0 new trace(s), 0 expired, moved to refs/pem/state: 1 trace(s)", "example.com: +0 -0, 1 moved to refs/pem/state"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff lacks %q:\n%s", want, out)
+		}
+	}
+	_, md, _ := runPem(t, "--knowledge", dir, "diff", before, "HEAD", "--format", "markdown")
+	for _, want := range []string{"· 0 expired trace(s) · moved to `refs/pem/state` (kept, off the branch): 1 trace(s)", "| `example.com` | 0 | 0 | 1 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown diff lacks %q:\n%s", want, md)
+		}
+	}
+	_, js, _ := runPem(t, "--knowledge", dir, "diff", before, "HEAD", "--format", "json")
+	if !strings.Contains(js, `"moved": 1`) || !strings.Contains(js, `"removed": 0`) {
+		t.Errorf("json diff does not count the trace as moved:\n%s", js)
 	}
 }
