@@ -52,7 +52,8 @@ type config struct {
 	yearRuns   int
 	seed       int64
 	keep       bool
-	cloneEvery int // weeks between clone measurements; 0: never
+	cloneEvery int    // weeks between clone measurements; 0: never
+	policy     string // "key=value,…": pem.yaml policy values set after pem init
 }
 
 func main() {
@@ -69,6 +70,7 @@ func main() {
 	flag.Int64Var(&c.seed, "seed", 1, "random seed")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	flag.IntVar(&c.cloneEvery, "clone-every", 1, "measure the clones every N weeks (0: never)")
+	flag.StringVar(&c.policy, "policy", "", "pem.yaml policy values to set after pem init, as key=value,… (e.g. compact_below_weight=0.5)")
 	flag.Parse()
 	if err := run(context.Background(), c); err != nil {
 		fmt.Fprintln(os.Stderr, "simulate:", err)
@@ -115,6 +117,9 @@ func run(ctx context.Context, c config) error {
 	}
 	tree := filepath.Join(c.dir, "knowledge")
 	if _, err := pemRun(c, tree, "init", tree); err != nil {
+		return err
+	}
+	if err := setPolicy(filepath.Join(tree, "pem.yaml"), c.policy); err != nil {
 		return err
 	}
 	fmt.Printf("simulate: %d days, %d traces a day over %d domains × %d intents, %d consolidations a day, deep-learn every %d days; GOMAXPROCS %d\n",
@@ -422,4 +427,35 @@ func size(b int64) string {
 	default:
 		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
 	}
+}
+
+// setPolicy sets policy values of the pem.yaml pem init wrote: each
+// "key=value" of spec replaces the line "  key: …" under policy. A key the
+// file does not have is an error (pem would refuse or ignore it).
+func setPolicy(file, spec string) error {
+	if spec == "" {
+		return nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(b), "\n")
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return fmt.Errorf("-policy %q: want key=value, e.g. compact_below_weight=0.5", kv)
+		}
+		found := false
+		for i, l := range lines {
+			if strings.HasPrefix(l, "  "+k+":") {
+				lines[i] = "  " + k + ": " + v
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("-policy: %s has no policy key %q (see docs/data-model.md for the keys)", file, k)
+		}
+	}
+	return os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o644)
 }
