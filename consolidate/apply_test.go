@@ -501,6 +501,80 @@ func TestExpiryKeepsEvidenceAndIgnoresReappearingTraces(t *testing.T) {
 	assertGitClean(t, dir)
 }
 
+// TestReappearingCompactedTraceExpires: with compaction at the TTL
+// (compact_below_weight 0.5: one half-life, never before ttl_days + 1), a
+// trace that comes back after its evidence was compacted cannot be folded
+// (the digest may count it already) and is expired, not kept with a warning
+// at every run forever; the evidence is not counted twice.
+func TestReappearingCompactedTraceExpires(t *testing.T) {
+	ctx := context.Background()
+	st, dir := newRepoTree(t)
+	cfg := filepath.Join(dir, "pem.yaml")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "compact_below_weight: 0.01\n") {
+		t.Fatalf("pem.yaml lacks the default compact_below_weight:\n%s", data)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), "compact_below_weight: 0.01\n", "compact_below_weight: 0.5\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitcli.Run(t, dir, "commit", "-q", "-am", "compact at the ttl")
+	f := newFx(16)
+	var ts []*engine.Trace
+	for i := 0; i < 4; i++ {
+		ts = append(ts, f.trace(traceSpec{url: starsURL, intent: "star count", session: fmt.Sprintf("s%d", i%2), at: day0.Add(-days(10) + time.Duration(i)*time.Hour), ok: i != 3, steps: starsRoute}))
+	}
+	put(t, st, ts...)
+	if _, err := Run(ctx, st, at(day0)); err != nil {
+		t.Fatal(err)
+	}
+	keep := map[string][]byte{}
+	for _, tr := range ts {
+		p := filepath.Join(dir, store.TracePath(store.RefOf(tr)))
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep[p] = b
+	}
+	late := day0.Add(days(40)) // 50 days after the runs: expired and compacted
+	res, err := Run(ctx, st, at(late))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Plan.Count(KindCompact) != 1 || len(res.Deleted) != 4 {
+		t.Fatalf("want the traces expired and the evidence compacted:\n%s", res.Plan)
+	}
+	for p, b := range keep {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err = Run(ctx, st, at(late.Add(days(1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Plan.Count(KindFold) != 0 || len(res.Plan.Expire) != 4 || len(res.Plan.Warnings) != 0 {
+		t.Fatalf("reappearing compacted traces: want 4 expired, none folded, no warning:\n%s\nwarnings: %q", res.Plan, res.Plan.Warnings)
+	}
+	if refs, _ := st.TraceRefs(ctx, ""); len(refs) != 0 {
+		t.Fatalf("traces left: %v", refs)
+	}
+	eng := engine.New(st)
+	eng.Now = func() time.Time { return late }
+	r, err := eng.Query(ctx, starsURL, "star count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SuccessCount != 3 || r.FailureCount != 1 {
+		t.Fatalf("reappearing traces counted again: %d/%d", r.SuccessCount, r.FailureCount)
+	}
+	assertGitClean(t, dir)
+}
+
 func TestDecayWithInjectedClock(t *testing.T) {
 	st, _ := newRepoTree(t)
 	f := newFx(15)

@@ -273,6 +273,7 @@ func Plan(now time.Time, in Input) *Changeset {
 	work := map[Key]*engine.Experience{}
 	newTraces := map[Key][]*engine.Trace{}
 	quarantined := map[string]Key{}
+	compacted := map[string]Key{} // traces skipped because a digest holds their start
 	for _, t := range traces {
 		if t == nil {
 			continue
@@ -296,6 +297,7 @@ func Plan(now time.Time, in Input) *Changeset {
 		if x0 := work[k]; x0 != nil && x0.Digest.Holds(t.StartedAt) || x0 == nil && in.Experience[k] != nil && in.Experience[k].Digest.Holds(t.StartedAt) {
 			plan.Changes = append(plan.Changes, Change{Kind: KindSkip, Trace: t.ID, Key: k,
 				Reason: "it started before the evidence " + k.String() + " has compacted (engine.Digest): it could be a run already counted, so it is not counted again"})
+			compacted[t.ID] = k
 			continue
 		}
 		if why := engine.Injection(t); why != "" {
@@ -458,6 +460,14 @@ func Plan(now time.Time, in Input) *Changeset {
 			plan.Expire = append(plan.Expire, ref)
 			plan.Changes = append(plan.Changes, Change{Kind: KindExpire, Trace: ref.ID, Key: qk,
 				Reason: fmt.Sprintf("age %d days > ttl_days %d; quarantined, it was never evidence", age, p.TTLDays)})
+			continue
+		}
+		if ck, c := compacted[ref.ID]; c && !ok {
+			// It can never be folded (the digest may count it already):
+			// keeping it would warn at every run, forever.
+			plan.Expire = append(plan.Expire, ref)
+			plan.Changes = append(plan.Changes, Change{Kind: KindExpire, Trace: ref.ID, Key: ck,
+				Reason: fmt.Sprintf("age %d days > ttl_days %d; it started before the digest of %s, so it is never folded (if it was a run counted before, the digest holds it)", age, p.TTLDays, ck)})
 			continue
 		}
 		if !ok {
