@@ -224,8 +224,15 @@ func extrapolate(c config, weeks []week) {
 	}
 	fmt.Println()
 	fmt.Printf("extrapolation to one year at %d runs a day (×%.2f the simulated load), from the growth in the last week:\n", c.yearRuns, scale)
-	d, y := yearOf(last.gitBytes, prev.gitBytes)
-	fmt.Printf("  .git of the consolidating clone: +%s a day -> %s at one year\n", size(int64(d)), size(int64(y)))
+	if d, y := yearOf(last.gitBytes, prev.gitBytes); d >= 0 {
+		fmt.Printf("  .git of the consolidating clone: +%s a day -> %s at one year\n", size(int64(d)), size(int64(y)))
+	} else {
+		// A prune (Maintain) dropped what the state's snapshots no longer
+		// reach: the size is a sawtooth, and a line through one week of it
+		// says nothing about a year.
+		fmt.Printf("  .git of the consolidating clone: shrank by %s in the last week (a prune of what the state's snapshots dropped): not extrapolated; %s now\n",
+			size(prev.gitBytes-last.gitBytes), size(last.gitBytes))
+	}
 	if last.fullBytes > 0 && prev.fullBytes > 0 {
 		d, y := yearOf(last.fullBytes, prev.fullBytes)
 		fmt.Printf("  history a new full clone fetches: +%s a day -> %s at one year (goal ≤ 1 GiB)\n", size(int64(d)), size(int64(y)))
