@@ -537,25 +537,9 @@ func (h *History) Log(ctx context.Context, paths []string, limit int) ([]LogEntr
 			}
 			ptree = p.tree
 		}
-		var changes []FileChange
-		for _, p := range paths {
-			full := strings.TrimSuffix(h.prefix+strings.Trim(p, "/"), "/")
-			ea, _, err := h.lookup(c.tree, full)
-			if err != nil {
-				return out, err
-			}
-			eb, _, err := h.lookup(ptree, full)
-			if err != nil {
-				return out, err
-			}
-			if ea.Hash == eb.Hash {
-				continue
-			}
-			ch, err := h.changes(ctx, ptree, c.tree, strings.Trim(p, "/"))
-			if err != nil {
-				return out, err
-			}
-			changes = append(changes, ch...)
+		changes, err := h.pathChanges(ctx, ptree, c.tree, paths)
+		if err != nil {
+			return out, err
 		}
 		if len(changes) > 0 {
 			co, err := h.commitObject(cur)
@@ -1706,4 +1690,31 @@ func gitlogPatch(base, delta []byte) ([]byte, error) {
 		return nil, bad
 	}
 	return out, nil
+}
+
+// pathChanges lists what changed under each of paths (relative to the
+// tree) from the tree ptree to tree: nothing for a path whose entry is the
+// same object in both.
+func (h *History) pathChanges(ctx context.Context, ptree, tree plumbing.Hash, paths []string) ([]FileChange, error) {
+	var changes []FileChange
+	for _, p := range paths {
+		full := strings.TrimSuffix(h.prefix+strings.Trim(p, "/"), "/")
+		ea, _, err := h.lookup(tree, full)
+		if err != nil {
+			return nil, err
+		}
+		eb, _, err := h.lookup(ptree, full)
+		if err != nil {
+			return nil, err
+		}
+		if ea.Hash == eb.Hash {
+			continue
+		}
+		ch, err := h.changes(ctx, ptree, tree, strings.Trim(p, "/"))
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, ch...)
+	}
+	return changes, nil
 }

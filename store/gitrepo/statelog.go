@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -50,25 +49,9 @@ func (h *History) StateLog(ctx context.Context, paths []string, limit int) ([]Lo
 				ptree = p.TreeHash
 			}
 		}
-		var changes []FileChange
-		for _, p := range paths {
-			full := strings.TrimSuffix(h.prefix+strings.Trim(p, "/"), "/")
-			ea, _, err := h.lookup(c.TreeHash, full)
-			if err != nil {
-				return out, err
-			}
-			eb, _, err := h.lookup(ptree, full)
-			if err != nil {
-				return out, err
-			}
-			if ea.Hash == eb.Hash {
-				continue
-			}
-			ch, err := h.changes(ctx, ptree, c.TreeHash, strings.Trim(p, "/"))
-			if err != nil {
-				return out, err
-			}
-			changes = append(changes, ch...)
+		changes, err := h.pathChanges(ctx, ptree, c.TreeHash, paths)
+		if err != nil {
+			return out, err
 		}
 		if len(changes) > 0 {
 			out = append(out, LogEntry{CommitInfo: gitlogInfo(c), Changes: changes})
