@@ -408,16 +408,17 @@ func TestVerifyContestRecoverLifecycle(t *testing.T) {
 	assertGitClean(t, dir)
 }
 
-func TestExpiryKeepsEvidenceAndIgnoresReappearingTraces(t *testing.T) {
-	ctx := context.Background()
-	st, dir := newRepoTree(t)
-	f := newFx(14)
+// foldStarRuns saves four runs of the star count ten days before day0
+// (three successes, two sessions), consolidates them at day0, and returns
+// them with their trace files' bytes by path, to bring them back later.
+func foldStarRuns(t *testing.T, st *store.Store, dir string, f *fx) ([]*engine.Trace, map[string][]byte) {
+	t.Helper()
 	var ts []*engine.Trace
 	for i := 0; i < 4; i++ {
 		ts = append(ts, f.trace(traceSpec{url: starsURL, intent: "star count", session: fmt.Sprintf("s%d", i%2), at: day0.Add(-days(10) + time.Duration(i)*time.Hour), ok: i != 3, steps: starsRoute}))
 	}
 	put(t, st, ts...)
-	if _, err := Run(ctx, st, at(day0)); err != nil {
+	if _, err := Run(context.Background(), st, at(day0)); err != nil {
 		t.Fatal(err)
 	}
 	keep := map[string][]byte{}
@@ -429,6 +430,33 @@ func TestExpiryKeepsEvidenceAndIgnoresReappearingTraces(t *testing.T) {
 		}
 		keep[p] = data
 	}
+	return ts, keep
+}
+
+// setPolicy changes the policy line "key: from" of the tree's pem.yaml
+// (the default pem init wrote: the test fails when it is not there) to
+// "key: to" and commits it.
+func setPolicy(t *testing.T, dir, key, from, to string) {
+	t.Helper()
+	cfg := filepath.Join(dir, "pem.yaml")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, repl := key+": "+from+"\n", key+": "+to+"\n"
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("pem.yaml lacks the default %s:\n%s", strings.TrimSpace(old), data)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), old, repl, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitcli.Run(t, dir, "commit", "-q", "-am", "set "+key+" to "+to)
+}
+
+func TestExpiryKeepsEvidenceAndIgnoresReappearingTraces(t *testing.T) {
+	ctx := context.Background()
+	st, dir := newRepoTree(t)
+	ts, keep := foldStarRuns(t, st, dir, newFx(14))
 
 	// 40 days later (ttl 30) the traces expire; the recall is the same as
 	// just before, decay aside: compare at the same clock.
@@ -509,36 +537,8 @@ func TestExpiryKeepsEvidenceAndIgnoresReappearingTraces(t *testing.T) {
 func TestReappearingCompactedTraceExpires(t *testing.T) {
 	ctx := context.Background()
 	st, dir := newRepoTree(t)
-	cfg := filepath.Join(dir, "pem.yaml")
-	data, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), "compact_below_weight: 0.01\n") {
-		t.Fatalf("pem.yaml lacks the default compact_below_weight:\n%s", data)
-	}
-	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), "compact_below_weight: 0.01\n", "compact_below_weight: 0.5\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitcli.Run(t, dir, "commit", "-q", "-am", "compact at the ttl")
-	f := newFx(16)
-	var ts []*engine.Trace
-	for i := 0; i < 4; i++ {
-		ts = append(ts, f.trace(traceSpec{url: starsURL, intent: "star count", session: fmt.Sprintf("s%d", i%2), at: day0.Add(-days(10) + time.Duration(i)*time.Hour), ok: i != 3, steps: starsRoute}))
-	}
-	put(t, st, ts...)
-	if _, err := Run(ctx, st, at(day0)); err != nil {
-		t.Fatal(err)
-	}
-	keep := map[string][]byte{}
-	for _, tr := range ts {
-		p := filepath.Join(dir, store.TracePath(store.RefOf(tr)))
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keep[p] = b
-	}
+	setPolicy(t, dir, "compact_below_weight", "0.01", "0.5")
+	_, keep := foldStarRuns(t, st, dir, newFx(16))
 	late := day0.Add(days(40)) // 50 days after the runs: expired and compacted
 	res, err := Run(ctx, st, at(late))
 	if err != nil {

@@ -3,7 +3,6 @@ package consolidate
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,18 +21,7 @@ import (
 func TestConsolidationRepacksAndStaysIdempotent(t *testing.T) {
 	ctx := context.Background()
 	st, dir := newRepoTree(t)
-	cfg := filepath.Join(dir, "pem.yaml")
-	data, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), "repack_packs: 20\n") {
-		t.Fatalf("pem.yaml lacks the default repack_packs:\n%s", data)
-	}
-	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), "repack_packs: 20\n", "repack_packs: 2\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitcli.Run(t, dir, "commit", "-q", "-am", "repack sooner")
+	setPolicy(t, dir, "repack_packs", "20", "2")
 	packs := func() int {
 		m, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "pack-*.idx"))
 		return len(m)

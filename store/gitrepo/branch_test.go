@@ -13,7 +13,10 @@ import (
 	"github.com/pemdev/pem/store/storetest/gitcli"
 )
 
-func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
+// treeWithOneCommit is a new knowledge tree and repository whose branch
+// holds one commit of facts/x.example/old.yaml.
+func treeWithOneCommit(t *testing.T) (context.Context, string) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	if _, err := store.Init(ctx, dir); err != nil {
@@ -26,6 +29,11 @@ func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
 	if _, err := commitDir(ctx, dir, []string{"facts/x.example/old.yaml"}, "add old", Signature{}); err != nil {
 		t.Fatal(err)
 	}
+	return ctx, dir
+}
+
+func TestCommitToBranchLeavesWorkingBranchAlone(t *testing.T) {
+	ctx, dir := treeWithOneCommit(t)
 	writeFile(t, dir, "notes.txt", "uncommitted work\n") // an untracked file stays untracked
 	head := gitcli.Run(t, dir, "rev-parse", "HEAD")
 	branchBefore := gitcli.Run(t, dir, "rev-parse", "--abbrev-ref", "HEAD")
@@ -129,18 +137,7 @@ func TestCommitToBranchTreeInSubdirectory(t *testing.T) {
 // that found nothing new) after the objects were packed, writes no object
 // that the store holds already: only its commit.
 func TestCommitToBranchWritesOnePackAndNothingTwice(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := store.Init(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := Init(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, dir, "facts/x.example/old.yaml", "format: 1\n")
-	if _, err := commitDir(ctx, dir, []string{"facts/x.example/old.yaml"}, "add old", Signature{}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir := treeWithOneCommit(t)
 	gitcli.Run(t, dir, "repack", "-a", "-d", "-q")
 	files := map[string][]byte{}
 	for i := range 200 {
