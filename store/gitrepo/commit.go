@@ -272,15 +272,8 @@ func (R *Repo) commitSeries(ctx context.Context, reqs []CommitRequest, sig Signa
 			}
 		}
 	}
-	states := make([]*fileState, len(all))
-	if err := forEach(len(all), commitWorkers, func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var err error
-		states[i], err = r.readFile(all[i])
-		return err
-	}); err != nil {
+	states, err := r.readFiles(ctx, all)
+	if err != nil {
 		return nil, err
 	}
 	for i, rp := range all {
@@ -485,6 +478,21 @@ type fileState struct {
 	info    os.FileInfo
 	data    []byte // kept until the blob is written
 	stored  bool   // the blob is in the repository already (no data)
+}
+
+// readFiles reads the files at the repository paths rps, in parallel
+// (commitWorkers), in their order.
+func (r *repo) readFiles(ctx context.Context, rps []string) ([]*fileState, error) {
+	states := make([]*fileState, len(rps))
+	err := forEach(len(rps), commitWorkers, func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		states[i], err = r.readFile(rps[i])
+		return err
+	})
+	return states, err
 }
 
 func (r *repo) readFile(rp string) (*fileState, error) {

@@ -223,15 +223,8 @@ func (R *Repo) commitStateRef(ctx context.Context, req *StateRequest, sig Signat
 		}
 		paths = append(paths, rp)
 	}
-	states := make([]*fileState, len(paths))
-	if err := forEach(len(paths), commitWorkers, func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var err error
-		states[i], err = r.readFile(paths[i])
-		return err
-	}); err != nil {
+	states, err := r.readFiles(ctx, paths)
+	if err != nil {
 		return nil, nil, err
 	}
 	for _, st := range states {
