@@ -110,3 +110,48 @@ func (x *Experience) Clone() *Experience {
 	c.Digest = x.Digest.Clone()
 	return &c
 }
+
+// clone returns a deep copy of r (querymemo.go hands out copies of a kept
+// answer: callers change what they get, Apply among them).
+func (r *Recall) clone() *Recall {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.PrimarySelectors = maps.Clone(r.PrimarySelectors)
+	if r.Fallbacks != nil {
+		c.Fallbacks = make(map[string][]string, len(r.Fallbacks))
+		for k, v := range r.Fallbacks {
+			c.Fallbacks[k] = slices.Clone(v)
+		}
+	}
+	c.Steps = cloneSteps(r.Steps)
+	c.SuccessCondition = cloneCondition(r.SuccessCondition)
+	c.KnownBlockers = slices.Clone(r.KnownBlockers)
+	c.AntiPatterns = slices.Clone(r.AntiPatterns)
+	c.InteractionHints = slices.Clone(r.InteractionHints)
+	c.Answers = slices.Clone(r.Answers)
+	c.Warnings = slices.Clone(r.Warnings)
+	if r.LastVerified != nil {
+		lv := *r.LastVerified
+		c.LastVerified = &lv
+	}
+	c.Reasons = slices.Clone(r.Reasons)
+	if r.SiteNotes != nil {
+		c.SiteNotes = (&Site{Notes: r.SiteNotes}).Clone().Notes
+	}
+	if r.RelatedRoutes != nil {
+		c.RelatedRoutes = slices.Clone(r.RelatedRoutes)
+		for i := range c.RelatedRoutes {
+			rr := &c.RelatedRoutes[i]
+			rr.Steps, rr.Reasons = cloneSteps(rr.Steps), slices.Clone(rr.Reasons)
+		}
+	}
+	if r.basis != nil {
+		b := *r.basis
+		b.Score.LastN = slices.Clone(b.Score.LastN)
+		b.Patterns = slices.Clone(b.Patterns)
+		c.basis = &b
+	}
+	return &c
+}

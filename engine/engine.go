@@ -22,6 +22,7 @@ type Engine struct {
 
 	mu     sync.Mutex
 	traces map[string]traceMemo // trace id → what the engine needs of it; traces never change
+	kept   keptAnswers          // answers kept while nothing they read changes (querymemo.go)
 }
 
 // traceMemo is what Save needs of a trace it met before, so that it never
@@ -630,7 +631,41 @@ func (e *Engine) readExperience(ctx context.Context, domain, key string) (*Exper
 // Query answers what memory holds for a task at url: the domain's entry whose
 // intent matches (exact key, then token overlap), ranked by URL-pattern
 // specificity. Nothing known: tier P5. It never returns another domain's facts.
+//
+// With a Store that can tell nothing changed (ChangeWatch), an answer is
+// kept and served again while nothing it read changed and its confidence
+// has not decayed across what it prints or decides (querymemo.go).
 func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, error) {
+	cw, watched := e.Store.(ChangeWatch)
+	if !watched || e.kept.first() {
+		return e.query(ctx, rawURL, intent, e.now())
+	}
+	now := e.now()
+	key := rawURL + "\x00" + intent
+	if a := e.kept.get(key); a != nil && !now.Before(a.from) && now.Before(a.until) {
+		if g, ok := cw.Generation(ctx, a.domain); ok && g == a.gen {
+			e.kept.count(true)
+			return a.r.clone(), nil
+		}
+	}
+	e.kept.count(false)
+	n, err := NormalizeURL(rawURL)
+	if err != nil {
+		return e.query(ctx, rawURL, intent, now) // its error
+	}
+	g0, ok := cw.Generation(ctx, n.Domain) // before anything is read
+	r, err := e.query(ctx, rawURL, intent, now)
+	if err != nil || !ok || !r.until.After(now) {
+		return r, err
+	}
+	if g1, ok := cw.Generation(ctx, n.Domain); ok && g1 == g0 {
+		e.kept.put(key, &keptAnswer{domain: n.Domain, gen: g0, from: now, until: r.until, r: r.clone()})
+	}
+	return r, nil
+}
+
+// query is Query, computed, with the clock read once (now).
+func (e *Engine) query(ctx context.Context, rawURL, intent string, now time.Time) (*Recall, error) {
 	n, err := NormalizeURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
@@ -663,7 +698,8 @@ func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, err
 		r := emptyRecall(n.Domain)
 		r.Intent = intent
 		r.Warnings = append(r.Warnings, warnings...)
-		return r, e.addSite(ctx, r, n, intent, cfg.Policy) // related.go
+		r.until = now.Add(maxKeptLife)                          // nothing decays
+		return r, e.addSite(ctx, r, n, intent, cfg.Policy, now) // related.go
 	}
 	match := MatchExact
 	if why != "" {
@@ -673,12 +709,12 @@ func (e *Engine) Query(ctx context.Context, rawURL, intent string) (*Recall, err
 			match = MatchURL
 		}
 	}
-	r := e.recall(en, n, match, cfg.Policy)
+	r := e.recallAt(en, n, match, cfg.Policy, now)
 	if why != "" {
 		r.Warnings = append(r.Warnings, why+"; tier capped at P3 (hints only)")
 	}
 	r.Warnings = append(r.Warnings, warnings...)
-	return r, e.addSite(ctx, r, n, intent, cfg.Policy) // related.go
+	return r, e.addSite(ctx, r, n, intent, cfg.Policy, now) // related.go
 }
 
 // How a Recall's entry was found.
@@ -790,10 +826,17 @@ func (en *entry) digest() *Digest {
 // recall answers for one entry at n (n.Path "" : no URL to check the page
 // type against), found by match. The tier comes from DecideTier.
 func (e *Engine) recall(en *entry, n NormalizedURL, match string, p Policy) *Recall {
+	return e.recallAt(en, n, match, p, e.now())
+}
+
+// recallAt is recall with the clock read once by the caller (a query's
+// entry and its related routes are scored at one time).
+func (e *Engine) recallAt(en *entry, n NormalizedURL, match string, p Policy, now time.Time) *Recall {
 	r := emptyRecall(n.Domain)
 	r.Intent, r.IntentKey, r.Match = en.intent, en.key, match
 	ev := en.evidenceRead()
-	sc := ScoreOf(ev, en.digest(), e.now(), p)
+	sc := ScoreOf(ev, en.digest(), now, p)
+	r.until = stableUntil(ev, en.digest(), now, p, sc)
 	r.SuccessCount, r.FailureCount = sc.Successes, sc.Failures-sc.NoFault
 	r.LessonCount, r.ConfirmedCount = sc.Lessons, sc.Confirmed
 	if d := en.digest(); d != nil {

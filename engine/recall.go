@@ -49,6 +49,9 @@ type Recall struct {
 	RelatedRoutes []RelatedRoute `json:"related_routes,omitempty"`
 
 	basis *TierBasis // what the tier was decided from (Apply re-decides it)
+	// until: the end of the window in which the recall's decayed
+	// confidence prints and decides alike (stableUntil; zero: none).
+	until time.Time
 }
 
 // emptyRecall is P5 with empty (not null) lists, so JSON consumers can iterate.

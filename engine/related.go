@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Recall across a site: a recall carries, besides its exact entry, the
@@ -35,7 +36,8 @@ const maxRelatedCandidates = 4
 // addSite adds the site's notes and related routes to r, the recall of the
 // query (n, intent). A site entry or a related entry that cannot be read is
 // a warning, never a failure of the query.
-func (e *Engine) addSite(ctx context.Context, r *Recall, n NormalizedURL, intent string, p Policy) error {
+// Each related route's window of stable confidence narrows r's (r.until).
+func (e *Engine) addSite(ctx context.Context, r *Recall, n NormalizedURL, intent string, p Policy, now time.Time) error {
 	if ss, ok := e.Store.(SiteStore); ok {
 		s, err := ss.Site(ctx, n.Domain)
 		switch {
@@ -87,7 +89,10 @@ func (e *Engine) addSite(ctx context.Context, r *Recall, n NormalizedURL, intent
 	}
 	var routes []RelatedRoute
 	for _, c := range cands {
-		rr, err := e.related(ctx, n, c.key, intent, p)
+		rr, until, err := e.related(ctx, n, c.key, intent, p, now)
+		if until.Before(r.until) {
+			r.until = until
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrCorrupt):
@@ -128,14 +133,16 @@ func (e *Engine) addSite(ctx context.Context, r *Recall, n NormalizedURL, intent
 // related is the route of the entry key at n, with its own tier: decided by
 // DecideTier for its own intent (an exact match) on the queried page, from
 // its facts and folded evidence. nil when it has no route or no runs, or is
-// retired.
-func (e *Engine) related(ctx context.Context, n NormalizedURL, key, intent string, p Policy) (*RelatedRoute, error) {
+// retired. until: the end of the window in which its tier and confidence
+// hold (stableUntil; for nil, what does not decay: now + maxKeptLife).
+func (e *Engine) related(ctx context.Context, n NormalizedURL, key, intent string, p Policy, now time.Time) (*RelatedRoute, time.Time, error) {
+	keep := now.Add(maxKeptLife)
 	f, err := e.Store.Facts(ctx, n.Domain, key)
 	if err != nil {
-		return nil, err
+		return nil, keep, err
 	}
 	if f.Status == Retired || len(f.Steps) == 0 {
-		return nil, nil
+		return nil, keep, nil
 	}
 	en := &entry{key: key, intent: f.Intent, facts: f, patterns: append([]string(nil), f.URLPatterns...)}
 	x, err := e.readExperience(ctx, n.Domain, key)
@@ -145,17 +152,17 @@ func (e *Engine) related(ctx context.Context, n NormalizedURL, key, intent strin
 		en.patterns = append(en.patterns, x.URLPatterns()...)
 	case errors.Is(err, ErrNotFound):
 	default:
-		return nil, err
+		return nil, keep, err
 	}
-	rec := e.recall(en, n, MatchExact, p)
+	rec := e.recallAt(en, n, MatchExact, p, now)
 	if rec.Tier == P5 {
-		return nil, nil
+		return nil, rec.until, nil
 	}
 	rr := &RelatedRoute{Intent: f.Intent, IntentKey: key, Tier: rec.Tier, Confidence: rec.Confidence, Status: rec.Status,
 		URLPattern: rec.URLPattern, OnPage: rec.basis != nil && rec.basis.PatternOK && rec.basis.QueryPattern != "" && len(rec.basis.Patterns) > 0,
 		Steps: append([]Step(nil), f.Steps...), Reasons: rec.Reasons}
 	rr.Overlap = round2(IntentScore(intent, f.Intent))
-	return rr, nil
+	return rr, rec.until, nil
 }
 
 // siteLines renders the site notes for the Memory section: one line each,

@@ -89,6 +89,19 @@ type SharedExperience interface {
 	ExperienceShared(ctx context.Context, domain, key string) (*Experience, error)
 }
 
+// ChangeWatch is what a Store may also offer so that the engine can keep a
+// query's answer and serve it again, unread, until something it was
+// computed from changes (querymemo.go).
+type ChangeWatch interface {
+	// Generation returns a number that is the same at two calls only if
+	// nothing a read of domain (its facts, experience, site entry and
+	// traces, their listings, pem.yaml) depends on changed in between —
+	// for every read made through the store after the first call. ok false:
+	// the store cannot tell (no watch on this file system, a directory it
+	// could not watch); the caller then keeps nothing.
+	Generation(ctx context.Context, domain string) (gen uint64, ok bool)
+}
+
 // TraceIndex is what a Store may also offer so that the engine finds one
 // intent's traces without reading the rest of the domain's (a hot domain
 // holds tens of thousands): Query, Memory and Save use it when the Store

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +37,11 @@ type Options struct {
 	// about one lstat per file a query touches. Long-running servers (pem
 	// serve, pem mcp) may set ~1s; see docs/performance.md.
 	Revalidate time.Duration
+	// NoWatch turns the change watch off (watch.go): the engine then
+	// computes every query anew instead of serving a kept answer while
+	// nothing it read changed. The watch is off anyway where inotify could
+	// miss a change (network file systems) and with Revalidate.
+	NoWatch bool
 }
 
 // Store is the knowledge tree on disk. It is safe for concurrent use; writers
@@ -61,6 +67,11 @@ type Store struct {
 	saved   map[string]string   // trace id → intent key of traces this store wrote
 
 	closeOnce sync.Once
+
+	// The change watch (watch.go), started by the first Generation.
+	noWatch   bool
+	watchOnce sync.Once
+	watch     atomic.Pointer[watch]
 
 	// dirFile is the tree's directory, opened on first use by openNoLinks.
 	dirOnce sync.Once
@@ -125,6 +136,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 			s.log = opts.Logger
 		}
 		s.revalidate = max(opts.Revalidate, 0)
+		s.noWatch = opts.NoWatch
 	}
 	return s, nil
 }
@@ -136,6 +148,7 @@ func (s *Store) Root() string { return s.dir }
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.closeWatch()
 		err = s.root.Close()
 		s.dirOnce.Do(func() { s.dirErr = os.ErrClosed })
 		if s.dirFile != nil {
@@ -171,6 +184,7 @@ func (s *Store) loadFill(ctx context.Context, c *lru, rel, kind string, immutabl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	s.watched(rel, false) // before the file is confirmed or read (watch.go)
 	if s.revalidate > 0 {
 		if v, ok := c.fresh(rel, s.now(), s.revalidate); ok {
 			if err, isErr := v.(error); isErr {
@@ -674,6 +688,7 @@ func (s *Store) listDirIn(ctx context.Context, dir string, checkParents bool) ([
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	s.watched(dir, true) // before it is confirmed or listed (watch.go)
 	if s.revalidate > 0 {
 		if v, ok := s.dirs.fresh(dir, s.now(), s.revalidate); ok {
 			return v.([]dirent), nil

@@ -225,6 +225,7 @@ func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engi
 // worth rewriting for it. load reads the index file (nil: none).
 func (s *Store) dayKeys(ctx context.Context, domain, day string, load func() map[string]*dayKeys) (*dayKeys, bool, error) {
 	dir := tracesDir + "/" + domain + "/" + day
+	s.watched(dir, true) // before its identity is confirmed (watch.go)
 	start := s.now()
 	fi, err := os.Lstat(s.abs(dir))
 	if err != nil || !fi.IsDir() {
