@@ -108,10 +108,29 @@ func Confidence(ev []Evidence, now time.Time, p Policy) Score {
 // join, and the rules on the latest outcomes read the live evidence first,
 // then the newest end of the digest.
 func ScoreOf(ev []Evidence, d *Digest, now time.Time, p Policy) Score {
-	var sc Score
 	if len(ev) == 0 && d == nil {
-		return sc
+		return Score{}
 	}
+	sc, lf := scoreLive(ev, now, p)
+	sc.addDigest(d, &lf, now, p)
+	sc.Sessions = len(lf.sessions)
+	sc.Confidence = ConfidenceOf(sc.S, sc.F, p.FirstSuccessConfidence)
+	return sc
+}
+
+// liveFacts is what merging a digest into a score needs to know of the
+// live evidence besides the score itself (ScoreOf, ExperienceSummary).
+type liveFacts struct {
+	sessions map[string]struct{} // sessions with a success
+	route    int                 // runs that say something about the route
+	anyRun   bool                // at least one run
+	judged   bool                // at least one run with a verdict
+}
+
+// scoreLive is ScoreOf over the live evidence alone, without Sessions and
+// Confidence (the digest may add to both).
+func scoreLive(ev []Evidence, now time.Time, p Policy) (Score, liveFacts) {
+	var sc Score
 	seen := make(map[string]struct{}, len(ev))
 	sessions := map[string]struct{}{}
 	newest, judged := -1, -1
@@ -179,42 +198,48 @@ func ScoreOf(ev []Evidence, d *Digest, now time.Time, p Policy) Score {
 	if judged >= 0 && ev[judged].Verdict == Wrong {
 		sc.OpenWrong, sc.OpenWrongRevision = ev[judged].Trace, ev[judged].Revision
 	}
-	if d != nil {
-		h := d.HalfLifeDays
-		if h <= 0 {
-			h = p.HalfLifeDays
-		}
-		scale := Decay(now.Sub(d.Before), h)
-		sc.S += d.S * scale
-		sc.F += d.F * scale
-		sc.Successes += d.Successes
-		sc.Failures += d.Failures
-		sc.Gates += d.Gates
-		sc.NoFault += d.NoFault
-		sc.Lessons += d.Lessons
-		sc.Confirmed += d.Confirmed
-		for _, s := range d.Sessions {
-			sessions[s] = struct{}{}
-		}
-		for _, o := range d.Recent {
-			if len(sc.LastN) >= p.VerifiedLastN {
-				break
-			}
-			sc.LastN = append(sc.LastN, o)
-		}
-		if sc.Streak == len(route) { // every live route run failed (or none)
-			sc.Streak += d.Streak
-		}
-		if newest < 0 {
-			sc.OpenGate = d.OpenGate
-		}
-		if judged < 0 {
-			sc.OpenWrong, sc.OpenWrongRevision = d.OpenWrong, d.OpenWrongRevision
-		}
+	return sc, liveFacts{sessions: sessions, route: len(route), anyRun: newest >= 0, judged: judged >= 0}
+}
+
+// addDigest merges the compacted evidence d (nil: none) into sc, the live
+// evidence's score (lf): counts and weights add up, sessions join (into
+// lf.sessions), and the rules on the latest outcomes read the live
+// evidence first, then the newest end of the digest.
+func (sc *Score) addDigest(d *Digest, lf *liveFacts, now time.Time, p Policy) {
+	if d == nil {
+		return
 	}
-	sc.Sessions = len(sessions)
-	sc.Confidence = ConfidenceOf(sc.S, sc.F, p.FirstSuccessConfidence)
-	return sc
+	h := d.HalfLifeDays
+	if h <= 0 {
+		h = p.HalfLifeDays
+	}
+	scale := Decay(now.Sub(d.Before), h)
+	sc.S += d.S * scale
+	sc.F += d.F * scale
+	sc.Successes += d.Successes
+	sc.Failures += d.Failures
+	sc.Gates += d.Gates
+	sc.NoFault += d.NoFault
+	sc.Lessons += d.Lessons
+	sc.Confirmed += d.Confirmed
+	for _, s := range d.Sessions {
+		lf.sessions[s] = struct{}{}
+	}
+	for _, o := range d.Recent {
+		if len(sc.LastN) >= p.VerifiedLastN {
+			break
+		}
+		sc.LastN = append(sc.LastN, o)
+	}
+	if sc.Streak == lf.route { // every live route run failed (or none)
+		sc.Streak += d.Streak
+	}
+	if !lf.anyRun {
+		sc.OpenGate = d.OpenGate
+	}
+	if !lf.judged {
+		sc.OpenWrong, sc.OpenWrongRevision = d.OpenWrong, d.OpenWrongRevision
+	}
 }
 
 // newestFirst orders idx (indexes into ev) newest first, ties broken by

@@ -497,6 +497,12 @@ type entry struct {
 	// quarantined: unfolded traces the injection screen flagged ("id: why");
 	// they count as no evidence.
 	quarantined []string
+
+	// score, when set, is the entry's score at the query's time from its
+	// summary (summary.go; a related route's: exp is nil then), and
+	// scoreDigest the summary's digest.
+	score       *Score
+	scoreDigest *Digest
 }
 
 // domainEntries gathers a domain's entries from facts, experience and the
@@ -835,8 +841,15 @@ func (e *Engine) recallAt(en *entry, n NormalizedURL, match string, p Policy, no
 	r := emptyRecall(n.Domain)
 	r.Intent, r.IntentKey, r.Match = en.intent, en.key, match
 	ev := en.evidenceRead()
-	sc := ScoreOf(ev, en.digest(), now, p)
-	r.until = stableUntil(ev, en.digest(), now, p, sc)
+	var sc Score
+	if en.score != nil {
+		// From a summary, which holds no evidence newer than now (ScoreAt).
+		sc = *en.score
+		r.until = stableUntil(nil, en.scoreDigest, now, p, sc)
+	} else {
+		sc = ScoreOf(ev, en.digest(), now, p)
+		r.until = stableUntil(ev, en.digest(), now, p, sc)
+	}
 	r.SuccessCount, r.FailureCount = sc.Successes, sc.Failures-sc.NoFault
 	r.LessonCount, r.ConfirmedCount = sc.Lessons, sc.Confirmed
 	if d := en.digest(); d != nil {

@@ -145,14 +145,34 @@ func (e *Engine) related(ctx context.Context, n NormalizedURL, key, intent strin
 		return nil, keep, nil
 	}
 	en := &entry{key: key, intent: f.Intent, facts: f, patterns: append([]string(nil), f.URLPatterns...)}
-	x, err := e.readExperience(ctx, n.Domain, key)
-	switch {
-	case err == nil:
-		en.exp = x
-		en.patterns = append(en.patterns, x.URLPatterns()...)
-	case errors.Is(err, ErrNotFound):
-	default:
-		return nil, keep, err
+	// Its summary when the store keeps one and it can tell the score at
+	// now (summary.go): a related route needs no more of its evidence.
+	summarized := false
+	if ss, ok := e.Store.(SummarizedExperience); ok {
+		sum, err := ss.ExperienceSummary(ctx, n.Domain, key, p)
+		switch {
+		case err == nil:
+			if sc, ok := sum.ScoreAt(now, p); ok {
+				en.score, en.scoreDigest, summarized = &sc, sum.Digest, true
+				en.patterns = append(en.patterns, sum.Patterns...)
+			}
+		case errors.Is(err, ErrNotFound):
+			summarized = true
+		case errors.Is(err, ErrCorrupt):
+		default:
+			return nil, keep, err
+		}
+	}
+	if !summarized {
+		x, err := e.readExperience(ctx, n.Domain, key)
+		switch {
+		case err == nil:
+			en.exp = x
+			en.patterns = append(en.patterns, x.URLPatterns()...)
+		case errors.Is(err, ErrNotFound):
+		default:
+			return nil, keep, err
+		}
 	}
 	rec := e.recallAt(en, n, MatchExact, p, now)
 	if rec.Tier == P5 {

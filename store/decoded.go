@@ -83,6 +83,8 @@ var typePrint = sync.OnceValue(func() string {
 		b.WriteString(kind + ":")
 		walk(reflect.TypeOf(decodable[kind]()))
 	}
+	b.WriteString("summary:") // summary.go
+	walk(reflect.TypeOf(new(engine.ExperienceSummary)))
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:8])
 })

@@ -57,10 +57,11 @@ type Store struct {
 	// revalidate: see Options.Revalidate.
 	revalidate time.Duration
 
-	records *lru // facts, experience, pem.yaml
-	traces  *lru
-	dirs    *lru
-	dayIdx  *lru // trace index of each day directory (traceindex.go)
+	records   *lru // facts, experience, pem.yaml
+	traces    *lru
+	dirs      *lru
+	dayIdx    *lru // trace index of each day directory (traceindex.go)
+	summaries *lru // experience summaries (summary.go)
 
 	idxMu   sync.Mutex
 	dayLast map[string]*dayKeys // the latest index of each day, trusted or not
@@ -127,7 +128,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	s := &Store{dir: abs, root: root, now: time.Now, log: slog.New(slog.DiscardHandler),
 		records: newLRU(maxRecordEntries), traces: newLRU(maxTraceEntries), dirs: newLRU(maxDirEntries),
-		dayIdx: newLRU(maxDirEntries)}
+		dayIdx: newLRU(maxDirEntries), summaries: newLRU(maxRecordEntries)}
 	if opts != nil {
 		if opts.Now != nil {
 			s.now = opts.Now
