@@ -3,7 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/gob"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -16,9 +16,10 @@ var _ engine.SummarizedExperience = (*Store)(nil)
 // route needs, without the evidence) are kept in memory and, like the
 // decoded cache (decoded.go), in .pem-cache:
 //
-//	.pem-cache/decoded/summary/experience/<domain>/<key>.yaml.gob
+//	.pem-cache/decoded/summary/experience/<domain>/<key>.yaml.json
 //
-// under the same rules: keyed by the YAML file's identity, used only when
+// (JSON: a summary is small, and a gob decoder compiles its types anew for
+// every file, which costs more than the summary saves) under the same rules: keyed by the YAML file's identity, used only when
 // the file has that identity now and it is old enough to trust
 // (racyWindow), written only by the query path, checked again for the
 // entry it names, the policy it was computed under and its format. A new
@@ -26,7 +27,7 @@ var _ engine.SummarizedExperience = (*Store)(nil)
 // four entries' evidence.
 const (
 	summaryDir    = decodedDir + "/summary"
-	summaryHeader = "pem summary 1\n"
+	summaryHeader = "pem summary 1 json\n"
 )
 
 // ExperienceSummary returns the summary of experience/<domain>/<key>.yaml
@@ -74,7 +75,7 @@ func (s *Store) ExperienceSummary(ctx context.Context, domain, key string, p eng
 	return sum, nil
 }
 
-func summaryPath(rel string) string { return summaryDir + "/" + rel + ".gob" }
+func summaryPath(rel string) string { return summaryDir + "/" + rel + ".json" }
 
 func summaryHead(id fileID) string {
 	return summaryHeader + "types " + typePrint() + "\nfile " + fmt.Sprint(id) + "\n"
@@ -96,7 +97,7 @@ func (s *Store) readSummary(rel string, id fileID, p engine.Policy) *engine.Expe
 		return nil
 	}
 	sum := new(engine.ExperienceSummary)
-	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(sum); err != nil {
+	if err := json.Unmarshal(body, sum); err != nil {
 		return nil
 	}
 	if sum.Format != engine.SummaryFormat || sum.Policy != p || rel != ExperiencePath(sum.Domain, sum.IntentKey) {
@@ -109,10 +110,9 @@ func (s *Store) writeSummary(rel string, id fileID, sum *engine.ExperienceSummar
 	if !id.unique() {
 		return
 	}
-	var b bytes.Buffer
-	b.WriteString(summaryHead(id))
-	if err := gob.NewEncoder(&b).Encode(sum); err != nil {
+	body, err := json.Marshal(sum)
+	if err != nil {
 		return
 	}
-	s.writeCacheFile(summaryPath(rel), b.Bytes())
+	s.writeCacheFile(summaryPath(rel), append([]byte(summaryHead(id)), body...))
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func summaryFile(dir, domain, key string) string {
-	return filepath.Join(dir, ".pem-cache", "decoded", "summary", filepath.FromSlash(store.ExperiencePath(domain, key))+".gob")
+	return filepath.Join(dir, ".pem-cache", "decoded", "summary", filepath.FromSlash(store.ExperiencePath(domain, key))+".json")
 }
 
 // TestSummaryCache: a new process reads an experience's summary from
@@ -73,7 +73,7 @@ func TestSummaryCache(t *testing.T) {
 	other := engine.Summarize(experienceWith("find the price", 2), p)
 	head := good[:bytes.Index(good, []byte("\nfile "))+1]
 	head = append(head, good[len(head):len(head)+bytes.IndexByte(good[len(head):], '\n')+1]...)
-	body, err := store.GobForTest(other)
+	body, err := json.Marshal(other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestSummaryCache(t *testing.T) {
 	}
 	mislabelled := engine.Summarize(experienceWith("find the price", 5), p)
 	mislabelled.IntentKey = "another-key"
-	body, _ = store.GobForTest(mislabelled)
+	body, _ = json.Marshal(mislabelled)
 	os.WriteFile(cache, append(append([]byte{}, head...), body...), 0o644)
 	if got := read("mislabelled summary", p); got.IntentKey != key {
 		t.Fatalf("a summary naming another entry was believed: %s", got.IntentKey)
