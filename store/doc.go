@@ -29,7 +29,9 @@
 //     validated, reserved names (.git, CON, …) and symlinks refused.
 //   - One writer lock per tree across processes: flock on .pem.lock.
 //   - Warm reads are cheap: decoded records and directory listings are cached
-//     and revalidated with one lstat (see cache.go).
+//     and revalidated with one lstat (see cache.go); on Linux a change watch
+//     (inotify, watch.go) tells the engine when nothing a query read has
+//     changed, so that it can serve the answer it kept (engine.ChangeWatch).
 //
 // store imports engine and the standard library (plus go.yaml.in/yaml/v3);
 // never store/gitrepo, consolidate, deeplearn or agent.

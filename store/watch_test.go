@@ -174,3 +174,76 @@ func TestKeptAnswersSeeEveryChange(t *testing.T) {
 	}
 	check("the domain's traces deleted", true)
 }
+
+// TestKeptAnswersConcurrent: queries from several goroutines while another
+// saves runs into the entry (go test -race checks the kept answers and the
+// watch): once the saves are done, every query answers as a store without
+// the watch does, with all the runs counted.
+func TestKeptAnswersConcurrent(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := store.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const url, intent = "https://example.com/pemdev/pem/issues", "count open issues"
+	e := engine.New(st)
+	save := func() {
+		if _, err := e.Save(ctx, engine.SaveRequest{URL: url, Intent: intent,
+			Trace: &engine.TraceInput{Steps: []engine.StepInput{{Action: "get_text", Selector: "#issues-count"}}}}); err != nil {
+			t.Error(err)
+		}
+	}
+	save()
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := e.Query(ctx, url, intent); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		save()
+	}
+	close(done)
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref, err := store.Open(dir, &store.Options{NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	want, err := engine.New(ref).Query(ctx, url, intent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		got, err := e.Query(ctx, url, intent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		if string(gj) != string(wj) || got.SuccessCount != 21 {
+			t.Fatalf("after the saves (%d successes, want 21):\n %s\nwant %s", got.SuccessCount, gj, wj)
+		}
+	}
+}
