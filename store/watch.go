@@ -105,7 +105,7 @@ func (s *Store) watched(rel string, dir bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.wds[rel]; ok {
+	if _, ok := w.wds[rel]; ok || w.broken {
 		return
 	}
 	for i := 0; i <= len(rel); i++ {

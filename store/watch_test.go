@@ -81,7 +81,7 @@ func TestKeptAnswersSeeEveryChange(t *testing.T) {
 		t.Helper()
 		g, ok := st.Generation(ctx, domain)
 		if !ok {
-			t.Fatal("Generation: no watch on a local file system")
+			t.Fatal("Generation: no change watch on a local file system: are inotify instances or watches used up? (/proc/sys/fs/inotify/max_user_instances, max_user_watches)")
 		}
 		return g
 	}
