@@ -53,7 +53,7 @@ func decayTree(t *testing.T, w *watchedMem) {
 	}
 }
 
-// TestKeptAnswerFollowsDecay: over a month of queries every 40 minutes, an engine that
+// TestKeptAnswerFollowsDecay: over a month of queries every 55 minutes, an engine that
 // keeps answers answers exactly as one that computes every query — as the
 // entry's confidence and its related routes' decay through every tier and
 // every second decimal — and it did keep answers.
@@ -67,7 +67,7 @@ func TestKeptAnswerFollowsDecay(t *testing.T) {
 	tiers := map[engine.Tier]bool{}
 	outputs := map[string]bool{}
 	n := 0
-	for m := 0; m < 30*24*60; m += 40 {
+	for m := 0; m < 30*24*60; m += 55 {
 		now = t0.Add(time.Duration(m) * time.Minute)
 		n++
 		want := query(t, plain, "https://github.com/pemdev/pem", "star count")
