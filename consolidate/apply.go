@@ -449,20 +449,9 @@ func commitMessage(plan *Changeset) string {
 		if len(e.Folded) == 0 {
 			continue
 		}
-		ok, fail := 0, 0
-		ids := map[string]bool{}
-		for _, r := range e.Folded {
-			ids[r.ID] = true
-		}
-		for _, ev := range e.Experience.Evidence {
-			if ids[ev.Trace] {
-				if ev.Outcome == engine.Success {
-					ok++
-				} else {
-					fail++
-				}
-			}
-		}
+		// Counted when folded: a trace older than the compaction cutoff is
+		// folded and compacted in the same run, so it is no evidence item.
+		ok, fail := e.FoldedOK, len(e.Folded)-e.FoldedOK
 		body = append(body, fmt.Sprintf("%s: +%d %s (%d ok, %d failed), confidence %.2f", e.Key, len(e.Folded),
 			plural(len(e.Folded), "trace", "traces"), ok, fail, e.Score.Confidence))
 	}

@@ -529,15 +529,14 @@ func TestExpiryKeepsEvidenceAndIgnoresReappearingTraces(t *testing.T) {
 	assertGitClean(t, dir)
 }
 
-// TestReappearingCompactedTraceExpires: with compaction at the TTL
-// (compact_below_weight 0.5: one half-life, never before ttl_days + 1), a
+// TestReappearingCompactedTraceExpires: with compaction at the TTL (the
+// default compact_below_weight 0.5: one half-life, never before ttl_days + 1), a
 // trace that comes back after its evidence was compacted cannot be folded
 // (the digest may count it already) and is expired, not kept with a warning
 // at every run forever; the evidence is not counted twice.
 func TestReappearingCompactedTraceExpires(t *testing.T) {
 	ctx := context.Background()
 	st, dir := newRepoTree(t)
-	setPolicy(t, dir, "compact_below_weight", "0.01", "0.5")
 	_, keep := foldStarRuns(t, st, dir, newFx(16))
 	late := day0.Add(days(40)) // 50 days after the runs: expired and compacted
 	res, err := Run(ctx, st, at(late))

@@ -105,6 +105,7 @@ type Entry struct {
 	Experience *engine.Experience // to write; nil: unchanged
 	Facts      *engine.Facts      // to write; nil: unchanged
 	Folded     []engine.TraceRef  // traces folded into it by this plan
+	FoldedOK   int                // of them, the successes (counted before any compaction)
 	Verdicts   []string           // paths of the verdict files folded into it by this plan (committed with it)
 	Score      engine.Score       // at the plan's time, over all its evidence
 	Verified   bool               // promoted to verified: committed on its own
@@ -492,6 +493,9 @@ func planEntry(now time.Time, p engine.Policy, k Key, base, x *engine.Experience
 		e.Experience = x
 		for _, t := range fresh {
 			e.Folded = append(e.Folded, engine.TraceRef{Domain: t.Domain, Day: t.StartedAt.UTC().Format("2006-01-02"), ID: t.ID})
+			if engine.EvidenceOf(t).Outcome == engine.Success {
+				e.FoldedOK++
+			}
 		}
 	} else {
 		x = base

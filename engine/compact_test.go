@@ -44,12 +44,12 @@ func TestCompactIdempotent(t *testing.T) {
 	p := engine.DefaultPolicy()
 	var ev []engine.Evidence
 	for i := range 300 {
-		ev = append(ev, run(i, 400-float64(i), i%7 != 0, fmt.Sprintf("s%d", i%4)))
+		ev = append(ev, run(i, 300-float64(i), i%7 != 0, fmt.Sprintf("s%d", i%4)))
 	}
 	x := experienceOf(ev...)
 	before := *x
 	if !x.Compact(compactNow, p) {
-		t.Fatal("nothing compacted in 400 days of evidence")
+		t.Fatal("nothing compacted in 300 days of evidence")
 	}
 	if x.Digest == nil || len(x.Evidence) == 0 || len(x.Evidence) >= 300 {
 		t.Fatalf("compacted to %d items, digest %+v", len(x.Evidence), x.Digest)

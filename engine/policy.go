@@ -86,7 +86,7 @@ func DefaultPolicy() Policy {
 		SiteMinIntents:           2,
 		SiteRecoveryRuns:         2,
 		RelatedRoutes:            3,
-		CompactBelowWeight:       0.01, // 0.5^6.64: about 200 days at half_life_days 30
+		CompactBelowWeight:       0.5, // half_life_days: with the default 30-day ttl, compaction the day after a run's trace expired (docs/scale.md, "Compaction after the TTL")
 	}
 }
 
