@@ -29,7 +29,7 @@ func (h *History) StateLog(ctx context.Context, paths []string, limit int) ([]Lo
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		c, err := h.repo.CommitObject(cur)
+		c, err := h.commitObject(cur)
 		if errors.Is(err, plumbing.ErrObjectNotFound) {
 			break // a shallow state (pem clone)
 		}
@@ -39,7 +39,7 @@ func (h *History) StateLog(ctx context.Context, paths []string, limit int) ([]Lo
 		parent := stateParent(c)
 		var ptree plumbing.Hash
 		if !parent.IsZero() {
-			p, err := h.repo.CommitObject(parent)
+			p, err := h.commitObject(parent)
 			switch {
 			case errors.Is(err, plumbing.ErrObjectNotFound):
 				parent = plumbing.ZeroHash // gone (gc, or shallow): the walk ends here
