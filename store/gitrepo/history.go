@@ -715,7 +715,7 @@ func (h *History) cachedLog(ctx context.Context, cur plumbing.Hash, paths []stri
 // logRecord returns the log cache's record of a commit, computing it (and
 // adding it to the cache) when the cache has none.
 func (h *History) logRecord(ctx context.Context, hash plumbing.Hash) (*logRec, error) {
-	if r, ok := h.logs.recs[hash]; ok {
+	if r, ok := h.logs.recs[logKey{hash, false}]; ok {
 		return r, nil
 	}
 	c, err := h.node(hash)
@@ -740,7 +740,7 @@ func (h *History) logRecord(ctx context.Context, hash plumbing.Hash) (*logRec, e
 			r.changes = append(r.changes, toLogChange(fc))
 		}
 	}
-	h.logs.add(hash, r)
+	h.logs.add(logKey{hash, false}, r)
 	return r, nil
 }
 

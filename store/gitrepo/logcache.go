@@ -35,9 +35,11 @@ import (
 //
 //	pem-log-cache (in the common git directory):
 //	"pem-log-cache 1\n", the knowledge tree's prefix, the path table,
-//	then per commit: hash, parents, changes (path index, from, to, mode),
-//	and author, time and message once a Log has listed it; CRC-32C of all
-//	before.
+//	then per commit: kind (0 the branch's walk, 1 the state's), hash,
+//	parents (for the state's walk: the commit it was compared with),
+//	changes (path index, from, to, mode),
+//	and author, time, message and parents once a Log has listed it;
+//	CRC-32C of all before.
 const (
 	logCacheFile  = "pem-log-cache"
 	logCacheMagic = "pem-log-cache 1\n"
@@ -48,8 +50,14 @@ const (
 // cache records: every path pem log follows is below one of them.
 var logCacheRoots = []string{"facts", "experience"}
 
+// logCacheOff makes every walk read the trees (tests compare the two).
+var logCacheOff bool
+
 // logCacheCovers reports whether every path lies below a cached root.
 func logCacheCovers(paths []string) bool {
+	if logCacheOff {
+		return false
+	}
 	for _, p := range paths {
 		p = strings.Trim(p, "/")
 		ok := false
@@ -69,6 +77,17 @@ type logRec struct {
 	parents []plumbing.Hash
 	changes []logChange
 	info    *CommitInfo // nil until a Log listed the commit
+
+	selected []FileChange // the state's walk without the cache: the changes below its paths
+}
+
+// lookup returns the record of k when the walk uses the cache (c is nil otherwise).
+func (c *logCache) lookup(k logKey, use bool) (*logRec, bool) {
+	if !use || c == nil {
+		return nil, false
+	}
+	r, ok := c.recs[k]
+	return r, ok
 }
 
 type logChange struct {
@@ -79,9 +98,17 @@ type logChange struct {
 
 type logCache struct {
 	file  string
-	recs  map[plumbing.Hash]*logRec
-	order []plumbing.Hash // records in file order, then the new ones
+	recs  map[logKey]*logRec
+	order []logKey // records in file order, then the new ones
 	dirty bool
+}
+
+// logKey names a record: a commit as the branch's walk sees it (against its
+// first parent), or as the state's walk does (against its stateParent: for
+// a snapshot, the commit it replaced).
+type logKey struct {
+	hash  plumbing.Hash
+	state bool
 }
 
 var logCRC = crc32.MakeTable(crc32.Castagnoli)
@@ -90,7 +117,7 @@ var logCRC = crc32.MakeTable(crc32.Castagnoli)
 // is common for the knowledge tree at prefix; anything unreadable gives an
 // empty cache (rebuilt as Log walks).
 func loadLogCache(common, prefix string) *logCache {
-	c := &logCache{file: filepath.Join(common, logCacheFile), recs: map[plumbing.Hash]*logRec{}}
+	c := &logCache{file: filepath.Join(common, logCacheFile), recs: map[logKey]*logRec{}}
 	data, err := readCapped(c.file, logCacheMax)
 	if err != nil {
 		return c
@@ -130,6 +157,10 @@ func (c *logCache) decode(data []byte, prefix string) bool {
 		paths[i] = d.str()
 	}
 	for !d.bad && len(d.b) > 0 {
+		kind := d.byte()
+		if kind > 1 {
+			d.bad = true
+		}
 		h := d.hash()
 		r := &logRec{parents: make([]plumbing.Hash, d.uint(1<<16))}
 		for i := range r.parents {
@@ -161,8 +192,8 @@ func (c *logCache) decode(data []byte, prefix string) bool {
 			ci.When = time.Unix(d.int(), 0).UTC()
 			ci.Message = d.str()
 			ci.Subject, _, _ = strings.Cut(strings.TrimSpace(ci.Message), "\n")
-			for _, p := range r.parents {
-				ci.Parents = append(ci.Parents, p.String())
+			for n := d.uint(1 << 16); n > 0 && !d.bad; n-- {
+				ci.Parents = append(ci.Parents, d.hash().String())
 			}
 			r.info = ci
 		default:
@@ -171,20 +202,21 @@ func (c *logCache) decode(data []byte, prefix string) bool {
 		if d.bad {
 			break
 		}
-		if _, dup := c.recs[h]; !dup {
-			c.order = append(c.order, h)
+		k := logKey{h, kind == 1}
+		if _, dup := c.recs[k]; !dup {
+			c.order = append(c.order, k)
 		}
-		c.recs[h] = r
+		c.recs[k] = r
 	}
 	return !d.bad
 }
 
-// add records what a walk computed for commit h.
-func (c *logCache) add(h plumbing.Hash, r *logRec) {
-	if _, ok := c.recs[h]; !ok {
-		c.order = append(c.order, h)
+// add records what a walk computed for commit k.
+func (c *logCache) add(k logKey, r *logRec) {
+	if _, ok := c.recs[k]; !ok {
+		c.order = append(c.order, k)
 	}
-	c.recs[h] = r
+	c.recs[k] = r
 	c.dirty = true
 }
 
@@ -201,8 +233,8 @@ func (c *logCache) save(prefix string) {
 	e.str(prefix)
 	index := map[string]int{}
 	var paths []string
-	for _, h := range c.order {
-		for _, ch := range c.recs[h].changes {
+	for _, k := range c.order {
+		for _, ch := range c.recs[k].changes {
 			if _, ok := index[ch.path]; !ok {
 				index[ch.path] = len(paths)
 				paths = append(paths, ch.path)
@@ -213,9 +245,14 @@ func (c *logCache) save(prefix string) {
 	for _, p := range paths {
 		e.str(p)
 	}
-	for _, h := range c.order {
-		r := c.recs[h]
-		b.Write(h[:])
+	for _, k := range c.order {
+		r := c.recs[k]
+		if k.state {
+			b.WriteByte(1)
+		} else {
+			b.WriteByte(0)
+		}
+		b.Write(k.hash[:])
 		e.uint(uint64(len(r.parents)))
 		for _, p := range r.parents {
 			b.Write(p[:])
@@ -246,6 +283,11 @@ func (c *logCache) save(prefix string) {
 			e.str(r.info.Author)
 			e.int(r.info.When.Unix())
 			e.str(r.info.Message)
+			e.uint(uint64(len(r.info.Parents))) // the commit's own: a snapshot's differ from the commit it is compared with
+			for _, p := range r.info.Parents {
+				h := plumbing.NewHash(p)
+				b.Write(h[:])
+			}
 		}
 	}
 	if b.Len() > logCacheMax {

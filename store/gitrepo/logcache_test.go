@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -185,8 +186,8 @@ func TestLogCache(t *testing.T) {
 		// a warm Log reads no commit for what the cache has.
 		c := loadLogCache(filepath.Join(repo, ".git"), "")
 		newest := want[5][0].Hash // the newest commit that changed facts/
-		for h, r := range c.recs {
-			if h.String() == newest {
+		for k, r := range c.recs {
+			if k.hash.String() == newest && !k.state {
 				if r.info == nil {
 					t.Fatal("the commit changed facts/ but its record has no commit info")
 				}
@@ -376,4 +377,102 @@ func TestDescribedCache(t *testing.T) {
 			t.Fatalf("a damaged cache was read: %q", got)
 		}
 	})
+}
+
+// The state's walk through the cache lists what it lists over the trees: a
+// chain of state commits, then a snapshot that replaced it (compared with
+// the commit it replaced while the repository has it), then the same after a
+// gc dropped the replaced chain (the snapshot's files all added, the walk
+// ends there) — from a cache written before the gc.
+func TestStateLogCache(t *testing.T) {
+	repo, tree := logCacheRepo(t, "")
+	exp := func(n int) string { return fmt.Sprintf("format: 1\nattempts: %d\n", n) }
+	// A state commit whose tree is the branch's with experience/d0's file at version n.
+	stateCommit := func(n int, msg string, parents ...string) string {
+		blob := logGit(t, repo, nil, exp(n), "hash-object", "-w", "--stdin")
+		idx := filepath.Join(repo, ".git", "state-index")
+		env := []string{"GIT_INDEX_FILE=" + idx}
+		logGit(t, repo, env, "", "read-tree", "HEAD")
+		logGit(t, repo, env, "", "update-index", "--cacheinfo", "100644,"+blob+",experience/d0.example/k.yaml")
+		tr := logGit(t, repo, env, "", "write-tree")
+		args := []string{"commit-tree", tr, "-m", msg}
+		for _, p := range parents {
+			args = append(args, "-p", p)
+		}
+		return logGit(t, repo, nil, "", args...)
+	}
+	s1 := stateCommit(101, "pem: state 1")
+	s2 := stateCommit(102, "pem: state 2", s1)
+	s3 := stateCommit(103, "pem: state 3", s2)
+	gitcli.Run(t, repo, "update-ref", string(StateRef), s3)
+
+	paths := [][]string{{"facts/d0.example/k.yaml", "experience/d0.example/k.yaml"}, {"experience"}, {"facts", "experience"}}
+	stateLogs := func(off bool) [][]LogEntry {
+		t.Helper()
+		logCacheOff = off
+		defer func() { logCacheOff = false }()
+		h, err := OpenHistory(tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		var out [][]LogEntry
+		for _, ps := range paths {
+			es, err := h.StateLog(context.Background(), ps, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, es)
+		}
+		return out
+	}
+	same := func(stage string, wantN int) {
+		t.Helper()
+		want := stateLogs(true)
+		if len(want[0]) != wantN {
+			t.Fatalf("%s: the state's walk lists %d commits, want %d", stage, len(want[0]), wantN)
+		}
+		for _, round := range []string{"cold", "warm"} {
+			got := stateLogs(false)
+			for i := range want {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Fatalf("%s, %s: StateLog(%v) through the cache:\n%+v\nover the trees:\n%+v", stage, round, paths[i], got[i], want[i])
+				}
+			}
+		}
+	}
+	same("a chain", 3)
+
+	// A snapshot replacing the chain: parentless, naming what it replaced.
+	s4 := stateCommit(104, "pem: state snapshot\n\n"+replacesTrailer+s3)
+	gitcli.Run(t, repo, "update-ref", string(StateRef), s4)
+	same("a snapshot, the chain still there", 4)
+
+	// gc drops the replaced chain; the cache still holds its records.
+	gitcli.Run(t, repo, "reflog", "expire", "--expire=now", "--all")
+	gitcli.Run(t, repo, "gc", "-q", "--prune=now")
+	if _, err := gitcli.Output(repo, "cat-file", "-e", s3); err == nil {
+		t.Fatal("gc kept the replaced chain: the test proves nothing")
+	}
+	same("a snapshot, the chain gone", 1)
+	got := stateLogs(false)
+	if ch := got[0][0].Changes; len(ch) != 2 || !ch[0].Added() || !ch[1].Added() {
+		t.Fatalf("the snapshot after the gc is not compared with nothing: %+v", ch)
+	}
+}
+
+// logGit runs git in dir with extra environment and standard input (what
+// gitcli.Run does not take), with gitcli's fixed identity.
+func logGit(t *testing.T, dir string, env []string, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append([]string{"GIT_AUTHOR_NAME=tester", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=tester", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME=" + dir}, env...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out))
 }
