@@ -92,7 +92,10 @@ func main() {
 	load0 := treegen.LoadAverage()
 	pem = filepath.Join(work, "pem")
 	logf("building pem into %s", pem)
-	if out, err := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", pem, "./cmd/pem").CombinedOutput(); err != nil {
+	// Built as the release and make build build it: static (CGO_ENABLED=0), without urfave/cli's doc writers.
+	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", pem, "./cmd/pem")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		fatalf("go build ./cmd/pem (run from the repository root): %v\n%s", err, out)
 	}
 	ctx := context.Background()
