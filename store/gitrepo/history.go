@@ -611,9 +611,9 @@ func (h *History) FileAt(ctx context.Context, rev, p string) (string, error) {
 // knowledge tree; none means the whole tree), with what they changed below
 // those paths. It stops after limit entries (0: no limit). Per commit it
 // compares the paths' tree entries with the parent's, level by level, so
-// commits that did not touch them cost one root-tree read; below facts/ and
-// experience/ a commit seen by an earlier Log costs nothing (the log cache,
-// logcache.go).
+// commits that did not touch them cost one root-tree read; a commit an
+// earlier Log saw costs nothing (the log cache, logcache.go), unless paths is
+// the whole tree.
 func (h *History) Log(ctx context.Context, paths []string, limit int) ([]LogEntry, error) {
 	if len(paths) == 0 {
 		paths = []string{""}
@@ -625,8 +625,8 @@ func (h *History) Log(ctx context.Context, paths []string, limit int) ([]LogEntr
 	if err != nil {
 		return nil, fmt.Errorf("reading HEAD: %w", err)
 	}
-	if logCacheCovers(paths) {
-		return h.cachedLog(ctx, head.Hash(), paths, limit)
+	if roots := logCacheRoots(paths); roots != nil {
+		return h.cachedLog(ctx, head.Hash(), paths, roots, limit)
 	}
 	return h.walkLog(ctx, head.Hash(), paths, limit)
 }
@@ -671,9 +671,9 @@ func (h *History) walkLog(ctx context.Context, cur plumbing.Hash, paths []string
 	return out, nil
 }
 
-// cachedLog is Log's walk for paths below facts/ and experience/ through
-// the log cache (logcache.go): a commit seen before costs a map lookup.
-func (h *History) cachedLog(ctx context.Context, cur plumbing.Hash, paths []string, limit int) ([]LogEntry, error) {
+// cachedLog is Log's walk through the log cache (logcache.go): a commit seen
+// before by a walk below the same top-level directories costs a map lookup.
+func (h *History) cachedLog(ctx context.Context, cur plumbing.Hash, paths, roots []string, limit int) ([]LogEntry, error) {
 	if h.logs == nil {
 		h.logs = loadLogCache(h.st.common, h.prefix)
 	}
@@ -683,7 +683,7 @@ func (h *History) cachedLog(ctx context.Context, cur plumbing.Hash, paths []stri
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		r, err := h.logRecord(ctx, cur)
+		r, err := h.logRecord(ctx, cur, roots)
 		if err != nil {
 			return out, err
 		}
@@ -713,10 +713,14 @@ func (h *History) cachedLog(ctx context.Context, cur plumbing.Hash, paths []stri
 }
 
 // logRecord returns the log cache's record of a commit, computing it (and
-// adding it to the cache) when the cache has none.
-func (h *History) logRecord(ctx context.Context, hash plumbing.Hash) (*logRec, error) {
-	if r, ok := h.logs.recs[logKey{hash, false}]; ok {
-		return r, nil
+// adding it to the cache) when the cache has none that covers roots.
+func (h *History) logRecord(ctx context.Context, hash plumbing.Hash, roots []string) (*logRec, error) {
+	old, ok := h.logs.recs[logKey{hash, false}]
+	if ok && old.covers(roots) {
+		return old, nil
+	}
+	if ok {
+		roots = old.union(roots)
 	}
 	c, err := h.node(hash)
 	if err != nil {
@@ -730,8 +734,11 @@ func (h *History) logRecord(ctx context.Context, hash plumbing.Hash) (*logRec, e
 		}
 		ptree = p.tree
 	}
-	r := &logRec{parents: c.parents}
-	for _, root := range logCacheRoots {
+	r := &logRec{parents: c.parents, roots: roots}
+	if ok {
+		r.info = old.info
+	}
+	for _, root := range roots {
 		changes, err := h.changes(ctx, ptree, c.tree, root)
 		if err != nil {
 			return nil, err

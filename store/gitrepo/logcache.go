@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,16 +16,21 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
-// The log cache: what Log learned of each commit it walked — its parents,
-// the files it changed under facts/ and experience/ against its first
-// parent, and (once a Log listed it) its author, date and message — kept in
-// the git directory (never committed, never seen by git) so that the next
-// Log reads no commit, tree or commit-graph for a commit it has seen. git
-// itself skips commits with the commit-graph's changed-path Bloom filters;
-// this is pem's equivalent, exact rather than probabilistic.
+// The log cache: what Log and StateLog learned of each commit they walked —
+// its parents, the files it changed against its first parent (for the
+// state, against its stateParent) below the top-level directories the walks
+// asked for (facts/ and experience/ for pem log), and, once a walk listed
+// it, its author, date and message — kept in the git directory (never
+// committed, never seen by git) so that the next walk reads no commit, tree
+// or commit-graph for a commit it has seen. git itself skips commits with
+// the commit-graph's changed-path Bloom filters; this is pem's equivalent,
+// exact rather than probabilistic. A walk of the whole tree ("" — its
+// records would list every trace) is not cached.
 //
 // Everything in it is a function of a commit's hash (a commit names its
-// parents and its tree, and a tree its contents), so it is never stale:
+// parents and its tree, and a tree its contents), so it is never stale —
+// but for a state snapshot, compared with the commit it replaced only while
+// the repository has it (checked at every use):
 // a moved tip only adds commits, which the next walk appends; a rewritten
 // history (a reset, an amended commit, a state snapshot) has new hashes,
 // computed the same way, and the old records are merely unused. It is
@@ -36,8 +42,8 @@ import (
 //	pem-log-cache (in the common git directory):
 //	"pem-log-cache 1\n", the knowledge tree's prefix, the path table,
 //	then per commit: kind (0 the branch's walk, 1 the state's), hash,
-//	parents (for the state's walk: the commit it was compared with),
-//	changes (path index, from, to, mode),
+//	parents (for the state's walk: the commit it was compared with), the
+//	top-level directories it covers, changes (path index, from, to, mode),
 //	and author, time, message and parents once a Log has listed it;
 //	CRC-32C of all before.
 const (
@@ -46,35 +52,33 @@ const (
 	logCacheMax   = 256 << 20
 )
 
-// logCacheRoots are the directories of the knowledge tree whose changes the
-// cache records: every path pem log follows is below one of them.
-var logCacheRoots = []string{"facts", "experience"}
-
 // logCacheOff makes every walk read the trees (tests compare the two).
 var logCacheOff bool
 
-// logCacheCovers reports whether every path lies below a cached root.
-func logCacheCovers(paths []string) bool {
-	if logCacheOff {
-		return false
+// logCacheRoots returns the top-level directories of the knowledge tree
+// that paths lie in (facts and experience for pem log) — what a record must
+// cover to answer the walk; nil when a path is the whole tree (its records
+// would list every trace), which the cache does not serve.
+func logCacheRoots(paths []string) []string {
+	if logCacheOff || len(paths) == 0 {
+		return nil
 	}
+	var roots []string
 	for _, p := range paths {
-		p = strings.Trim(p, "/")
-		ok := false
-		for _, r := range logCacheRoots {
-			if p == r || strings.HasPrefix(p, r+"/") {
-				ok = true
-			}
+		root, _, _ := strings.Cut(strings.Trim(p, "/"), "/")
+		if root == "" {
+			return nil
 		}
-		if !ok {
-			return false
+		if !slices.Contains(roots, root) {
+			roots = append(roots, root)
 		}
 	}
-	return len(paths) > 0
+	return roots
 }
 
 type logRec struct {
 	parents []plumbing.Hash
+	roots   []string // the top-level directories whose changes it lists
 	changes []logChange
 	info    *CommitInfo // nil until a Log listed the commit
 
@@ -88,6 +92,27 @@ func (c *logCache) lookup(k logKey, use bool) (*logRec, bool) {
 	}
 	r, ok := c.recs[k]
 	return r, ok
+}
+
+// covers reports whether the record lists the changes below every root.
+func (r *logRec) covers(roots []string) bool {
+	for _, root := range roots {
+		if !slices.Contains(r.roots, root) {
+			return false
+		}
+	}
+	return true
+}
+
+// union is the record's roots and roots.
+func (r *logRec) union(roots []string) []string {
+	out := slices.Clone(r.roots)
+	for _, root := range roots {
+		if !slices.Contains(out, root) {
+			out = append(out, root)
+		}
+	}
+	return out
 }
 
 type logChange struct {
@@ -166,6 +191,13 @@ func (c *logCache) decode(data []byte, prefix string) bool {
 		for i := range r.parents {
 			r.parents[i] = d.hash()
 		}
+		for n := d.uint(1 << 16); n > 0 && !d.bad; n-- {
+			if k := d.uint(uint64(len(paths))); k < len(paths) {
+				r.roots = append(r.roots, paths[k])
+			} else {
+				d.bad = true
+			}
+		}
 		if n := d.uint(1 << 24); n > 0 {
 			r.changes = make([]logChange, n)
 			for i := range r.changes {
@@ -233,12 +265,19 @@ func (c *logCache) save(prefix string) {
 	e.str(prefix)
 	index := map[string]int{}
 	var paths []string
+	intern := func(p string) {
+		if _, ok := index[p]; !ok {
+			index[p] = len(paths)
+			paths = append(paths, p)
+		}
+	}
 	for _, k := range c.order {
-		for _, ch := range c.recs[k].changes {
-			if _, ok := index[ch.path]; !ok {
-				index[ch.path] = len(paths)
-				paths = append(paths, ch.path)
-			}
+		r := c.recs[k]
+		for _, root := range r.roots {
+			intern(root)
+		}
+		for _, ch := range r.changes {
+			intern(ch.path)
 		}
 	}
 	e.uint(uint64(len(paths)))
@@ -256,6 +295,10 @@ func (c *logCache) save(prefix string) {
 		e.uint(uint64(len(r.parents)))
 		for _, p := range r.parents {
 			b.Write(p[:])
+		}
+		e.uint(uint64(len(r.roots)))
+		for _, root := range r.roots {
+			e.uint(uint64(index[root]))
 		}
 		e.uint(uint64(len(r.changes)))
 		for _, ch := range r.changes {

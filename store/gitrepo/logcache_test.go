@@ -82,6 +82,8 @@ var logCachePaths = [][]string{
 	{"facts"},
 	{"experience"},
 	{"facts/none.example/k.yaml"},
+	{"traces/d1.example"}, // another top-level directory: the records computed for facts/ and experience/ grow
+	{"pem.yaml", "facts/d1.example/k.yaml"},
 }
 
 // logAll runs Log for every path set on a new handle (a new cache read).

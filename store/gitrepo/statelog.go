@@ -17,8 +17,8 @@ import (
 // (this clone made it, before a gc) is compared with that commit, else with
 // nothing (its files are all "added") and the walk ends there. Experience
 // changes from before the state ref are on the branch (Log). It stops after
-// limit entries (0: no limit); no state ref: no entries. Below facts/ and
-// experience/ a commit seen before is read from the log cache (logcache.go).
+// limit entries (0: no limit); no state ref: no entries. A commit seen
+// before is read from the log cache (logcache.go), as in Log.
 func (h *History) StateLog(ctx context.Context, paths []string, limit int) ([]LogEntry, error) {
 	if len(paths) == 0 {
 		paths = []string{""}
@@ -27,7 +27,8 @@ func (h *History) StateLog(ctx context.Context, paths []string, limit int) ([]Lo
 	if err != nil || tip.IsZero() {
 		return nil, err
 	}
-	cached := logCacheCovers(paths)
+	roots := logCacheRoots(paths)
+	cached := roots != nil
 	if cached {
 		if h.logs == nil {
 			h.logs = loadLogCache(h.st.common, h.prefix)
@@ -39,7 +40,7 @@ func (h *History) StateLog(ctx context.Context, paths []string, limit int) ([]Lo
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		r, err := h.stateRecord(ctx, cur, cached, paths)
+		r, err := h.stateRecord(ctx, cur, roots, paths)
 		if err != nil || r == nil {
 			return out, err // nil: a shallow state (pem clone)
 		}
@@ -67,10 +68,15 @@ func (h *History) StateLog(ctx context.Context, paths []string, limit int) ([]Lo
 // repository still has it), its commit info and its changes — below the
 // cached roots into the log cache when cached, else only below paths (in
 // selected). nil: the commit is not in the repository.
-func (h *History) stateRecord(ctx context.Context, hash plumbing.Hash, cached bool, paths []string) (*logRec, error) {
+func (h *History) stateRecord(ctx context.Context, hash plumbing.Hash, roots, paths []string) (*logRec, error) {
 	key := logKey{hash, true}
-	if r, ok := h.logs.lookup(key, cached); ok && (len(r.parents) == 0 || h.hasObject(r.parents[0])) {
-		return r, nil // compared with its parent only while that is there (a gc drops what a snapshot replaced)
+	cached := roots != nil
+	old, ok := h.logs.lookup(key, cached)
+	if ok && old.covers(roots) && (len(old.parents) == 0 || h.hasObject(old.parents[0])) {
+		return old, nil // compared with its parent only while that is there (a gc drops what a snapshot replaced)
+	}
+	if ok {
+		roots = old.union(roots)
 	}
 	c, err := h.commitObject(hash)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
@@ -104,7 +110,8 @@ func (h *History) stateRecord(ctx context.Context, hash plumbing.Hash, cached bo
 		r.selected, err = h.pathChanges(ctx, ptree, c.TreeHash, paths)
 		return r, err
 	}
-	for _, root := range logCacheRoots {
+	r.roots = roots
+	for _, root := range roots {
 		changes, err := h.changes(ctx, ptree, c.TreeHash, root)
 		if err != nil {
 			return nil, err
