@@ -18,8 +18,8 @@ import (
 
 // The log cache: what Log and StateLog learned of each commit they walked —
 // its parents, the files it changed against its first parent (for the
-// state, against its stateParent) below the top-level directories the walks
-// asked for (facts/ and experience/ for pem log), and, once a walk listed
+// state, against its stateParent) below the directories the walks asked
+// for (facts/DOMAIN and experience/DOMAIN for pem log D/I), and, once a walk listed
 // it, its author, date and message — kept in the git directory (never
 // committed, never seen by git) so that the next walk reads no commit, tree
 // or commit-graph for a commit it has seen. git itself skips commits with
@@ -43,7 +43,7 @@ import (
 //	"pem-log-cache 1\n", the knowledge tree's prefix, the path table,
 //	then per commit: kind (0 the branch's walk, 1 the state's), hash,
 //	parents (for the state's walk: the commit it was compared with), the
-//	top-level directories it covers, changes (path index, from, to, mode),
+//	directories it covers, changes (path index, from, to, mode),
 //	and author, time, message and parents once a Log has listed it;
 //	CRC-32C of all before.
 const (
@@ -55,25 +55,46 @@ const (
 // logCacheOff makes every walk read the trees (tests compare the two).
 var logCacheOff bool
 
-// logCacheRoots returns the top-level directories of the knowledge tree
-// that paths lie in (facts and experience for pem log) — what a record must
-// cover to answer the walk; nil when a path is the whole tree (its records
-// would list every trace), which the cache does not serve.
+// logCacheRoots returns the directories that paths lie in, two levels deep
+// at most (facts/DOMAIN and experience/DOMAIN for pem log D/I, facts for
+// pem log) — what a record must cover to answer the walk, and what a walk
+// that finds no such record computes: the changes below those directories
+// only, as a walk without the cache reads them. nil when a path is the
+// whole tree (its records would list every trace), which is not cached.
 func logCacheRoots(paths []string) []string {
 	if logCacheOff || len(paths) == 0 {
 		return nil
 	}
 	var roots []string
 	for _, p := range paths {
-		root, _, _ := strings.Cut(strings.Trim(p, "/"), "/")
-		if root == "" {
+		parts := strings.SplitN(strings.Trim(p, "/"), "/", 3)
+		if parts[0] == "" {
 			return nil
 		}
-		if !slices.Contains(roots, root) {
-			roots = append(roots, root)
+		roots = append(roots, strings.Join(parts[:min(len(parts), 2)], "/"))
+	}
+	return normalRoots(roots)
+}
+
+// below reports whether p is root or lies below it.
+func below(p, root string) bool { return p == root || strings.HasPrefix(p, root+"/") }
+
+// normalRoots drops duplicates and the roots below another one (whose
+// changes that one lists already).
+func normalRoots(roots []string) []string {
+	var out []string
+	for i, r := range roots {
+		covered := false
+		for j, o := range roots {
+			if j != i && below(r, o) && (r != o || j < i) {
+				covered = true
+			}
+		}
+		if !covered {
+			out = append(out, r)
 		}
 	}
-	return roots
+	return out
 }
 
 type logRec struct {
@@ -97,22 +118,16 @@ func (c *logCache) lookup(k logKey, use bool) (*logRec, bool) {
 // covers reports whether the record lists the changes below every root.
 func (r *logRec) covers(roots []string) bool {
 	for _, root := range roots {
-		if !slices.Contains(r.roots, root) {
+		if !slices.ContainsFunc(r.roots, func(have string) bool { return below(root, have) }) {
 			return false
 		}
 	}
 	return true
 }
 
-// union is the record's roots and roots.
+// union is the record's roots and roots, normalized.
 func (r *logRec) union(roots []string) []string {
-	out := slices.Clone(r.roots)
-	for _, root := range roots {
-		if !slices.Contains(out, root) {
-			out = append(out, root)
-		}
-	}
-	return out
+	return normalRoots(append(slices.Clone(r.roots), roots...))
 }
 
 type logChange struct {
@@ -349,17 +364,17 @@ func (r *logRec) selectPaths(paths []string) []FileChange {
 	var out []FileChange
 	for _, p := range paths {
 		p = strings.Trim(p, "/")
-		var below, self []FileChange
+		var under, self []FileChange
 		for _, ch := range r.changes {
 			switch {
 			case strings.HasPrefix(ch.path, p+"/"):
-				below = append(below, ch.fileChange())
+				under = append(under, ch.fileChange())
 			case ch.path == p && ch.from != ch.to:
 				self = append(self, ch.fileChange())
 			}
 		}
-		if len(below) > 0 {
-			out = append(out, below...)
+		if len(under) > 0 {
+			out = append(out, under...)
 		} else {
 			out = append(out, self...)
 		}

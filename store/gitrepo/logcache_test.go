@@ -478,3 +478,31 @@ func logGit(t *testing.T, dir string, env []string, stdin string, args ...string
 	}
 	return strings.TrimSpace(string(out))
 }
+
+func TestLogCacheRoots(t *testing.T) {
+	for _, c := range []struct {
+		paths []string
+		want  []string
+	}{
+		{[]string{"facts/d.example/k.yaml", "experience/d.example/k.yaml"}, []string{"facts/d.example", "experience/d.example"}},
+		{[]string{"facts/d.example", "experience/d.example/"}, []string{"facts/d.example", "experience/d.example"}},
+		{[]string{"facts"}, []string{"facts"}},
+		{[]string{"facts/a.example/k.yaml", "facts", "facts/b.example"}, []string{"facts"}},
+		{[]string{"facts/a.example/x.yaml", "facts/a.example/y.yaml"}, []string{"facts/a.example"}},
+		{[]string{"pem.yaml"}, []string{"pem.yaml"}},
+		{[]string{"facts", ""}, nil},
+		{[]string{"/"}, nil},
+		{nil, nil},
+	} {
+		if got := logCacheRoots(c.paths); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("logCacheRoots(%q) = %q, want %q", c.paths, got, c.want)
+		}
+	}
+	r := &logRec{roots: []string{"facts/a.example", "experience/a.example"}}
+	if !r.covers([]string{"facts/a.example", "experience/a.example"}) || r.covers([]string{"facts/b.example"}) || r.covers([]string{"facts"}) {
+		t.Error("covers: a record covers its roots and what lies below them, nothing else")
+	}
+	if got := r.union([]string{"facts"}); !reflect.DeepEqual(got, []string{"experience/a.example", "facts"}) {
+		t.Errorf("union with facts = %q", got)
+	}
+}
