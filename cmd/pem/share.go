@@ -339,7 +339,16 @@ func logState(ctx context.Context, h *gitrepo.History, ch gitrepo.FileChange) st
 	if ch.Added() {
 		verb = "added"
 	}
-	if d := store.Describe(ch.Path, func(limit int) ([]byte, error) { return h.Blob(ctx, ch.To, limit) }); d != "" {
+	d := h.Described(ch.Path, ch.To, func() (string, bool) {
+		var readErr error
+		d := store.Describe(ch.Path, func(limit int) ([]byte, error) {
+			data, err := h.Blob(ctx, ch.To, limit)
+			readErr = err
+			return data, err
+		})
+		return d, readErr == nil
+	})
+	if d != "" {
 		return verb + ", " + d
 	}
 	return verb

@@ -38,7 +38,9 @@
 //     git program is ErrGitMissing;
 //   - StatePath: where pem keeps state that git must never see (the
 //     consolidation cache, the journal, the commit owner's pid, the commit
-//     pem check last passed: Remember, Remembered).
+//     pem check last passed: Remember, Remembered); and, in the common git
+//     directory, the log cache and the description cache that make a
+//     repeated pem log read no tree (logcache.go).
 //
 // It is not the knowledge tree: the layout, the YAML, the lock and
 // engine.Store are package store; which paths a command commits, and why,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -51,6 +52,8 @@ type History struct {
 	graph      commitgraph.Index // git's commit-graph file, when there is one
 	graphTried bool
 	packs      *gitlogPacks // nil until first used
+	logs       *logCache    // Log's cache of what commits changed (logcache.go), read on first use
+	described  *describeCache
 }
 
 // History returns the handle's history reader (one per Repo, sharing its
@@ -99,6 +102,9 @@ func (h *History) Close() error {
 }
 
 func (h *History) release() {
+	if h.described != nil {
+		h.described.save()
+	}
 	if h.graph != nil {
 		h.graph.Close()
 		h.graph, h.graphTried = nil, false
@@ -281,26 +287,15 @@ func (h *History) rawTree(hash plumbing.Hash) ([]byte, error) {
 // "<octal mode> <name>\x00<20-byte hash>".
 func gitlogScan(raw []byte, name string) (object.TreeEntry, bool) {
 	for len(raw) > 0 {
-		sp := bytes.IndexByte(raw, ' ')
-		if sp < 0 {
+		e, rest, ok := gitlogNextEntry(raw)
+		if !ok {
 			break
 		}
-		nul := bytes.IndexByte(raw[sp+1:], 0)
-		if nul < 0 || sp+1+nul+1+20 > len(raw) {
-			break
+		if string(e.name) == name {
+			te, err := e.entry()
+			return te, err == nil
 		}
-		ename := raw[sp+1 : sp+1+nul]
-		end := sp + 1 + nul + 1 + 20
-		if string(ename) == name {
-			mode, err := filemode.New(string(raw[:sp]))
-			if err != nil {
-				return object.TreeEntry{}, false
-			}
-			var hash plumbing.Hash
-			copy(hash[:], raw[sp+1+nul+1:end])
-			return object.TreeEntry{Name: name, Mode: mode, Hash: hash}, true
-		}
-		raw = raw[end:]
+		raw = rest
 	}
 	return object.TreeEntry{}, false
 }
@@ -315,47 +310,106 @@ func (h *History) diffTrees(ctx context.Context, dir string, a, b plumbing.Hash,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	entries := func(hash plumbing.Hash) (map[string]object.TreeEntry, error) {
-		m := map[string]object.TreeEntry{}
+	raw := func(hash plumbing.Hash) ([]byte, error) {
 		if hash.IsZero() {
-			return m, nil
+			return nil, nil
 		}
-		t, err := h.tree(hash)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range t.Entries {
-			m[e.Name] = e
-		}
-		return m, nil
+		return h.rawTree(hash)
 	}
-	ea, err := entries(a)
+	ra, err := raw(a)
 	if err != nil {
 		return err
 	}
-	eb, err := entries(b)
+	rb, err := raw(b)
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(eb))
-	for n := range ea {
-		names = append(names, n)
+	// Both trees are sorted in git's order (a directory's name compares as
+	// if it ended in "/"): walk them side by side, decoding only the
+	// entries that differ.
+	type pair struct {
+		name     string
+		x, y     object.TreeEntry
+		inA, inB bool
 	}
-	for n := range eb {
-		if _, ok := ea[n]; !ok {
-			names = append(names, n)
+	var diffs []pair
+	var ea, eb gitlogRawEntry
+	okA, okB := false, false
+	for {
+		if !okA && len(ra) > 0 {
+			if ea, ra, okA = gitlogNextEntry(ra); !okA {
+				return fmt.Errorf("reading tree %s: malformed entry", a)
+			}
+		}
+		if !okB && len(rb) > 0 {
+			if eb, rb, okB = gitlogNextEntry(rb); !okB {
+				return fmt.Errorf("reading tree %s: malformed entry", b)
+			}
+		}
+		if !okA && !okB {
+			break
+		}
+		c := 0
+		switch {
+		case !okA:
+			c = 1
+		case !okB:
+			c = -1
+		default:
+			c = ea.compare(eb)
+		}
+		switch {
+		case c == 0:
+			okA, okB = false, false
+			if bytes.Equal(ea.hash, eb.hash) && bytes.Equal(ea.mode, eb.mode) {
+				continue
+			}
+			x, err := ea.entry()
+			if err != nil {
+				return fmt.Errorf("reading tree %s: %w", a, err)
+			}
+			y, err := eb.entry()
+			if err != nil {
+				return fmt.Errorf("reading tree %s: %w", b, err)
+			}
+			if x.Hash == y.Hash && x.Mode == y.Mode {
+				continue
+			}
+			diffs = append(diffs, pair{name: x.Name, x: x, y: y, inA: true, inB: true})
+		case c < 0:
+			okA = false
+			x, err := ea.entry()
+			if err != nil {
+				return fmt.Errorf("reading tree %s: %w", a, err)
+			}
+			diffs = append(diffs, pair{name: x.Name, x: x, inA: true})
+		default:
+			okB = false
+			y, err := eb.entry()
+			if err != nil {
+				return fmt.Errorf("reading tree %s: %w", b, err)
+			}
+			diffs = append(diffs, pair{name: y.Name, y: y, inB: true})
 		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		x, inA := ea[n]
-		y, inB := eb[n]
-		if inA && inB && x.Hash == y.Hash && x.Mode == y.Mode {
-			continue
+	// In name order, a file and a directory of the same name as one change.
+	sort.SliceStable(diffs, func(i, j int) bool { return diffs[i].name < diffs[j].name })
+	for i := 0; i < len(diffs); i++ {
+		d := diffs[i]
+		if i+1 < len(diffs) && diffs[i+1].name == d.name {
+			n := diffs[i+1]
+			if n.inA {
+				d.x, d.inA = n.x, true
+			}
+			if n.inB {
+				d.y, d.inB = n.y, true
+			}
+			i++
 		}
-		p := n
+		x, inA, y, inB := d.x, d.inA, d.y, d.inB
+		p := d.name
 		if dir != "" {
-			p = dir + "/" + n
+			p = dir + "/" + d.name
 		}
 		var subA, subB plumbing.Hash
 		var fileA, fileB *object.TreeEntry
@@ -392,6 +446,57 @@ func (h *History) diffTrees(ctx context.Context, dir string, a, b plumbing.Hash,
 		}
 	}
 	return nil
+}
+
+// gitlogRawEntry is one entry of a raw tree object, undecoded.
+type gitlogRawEntry struct{ mode, name, hash []byte }
+
+// gitlogNextEntry splits the first entry off a raw tree
+// ("<octal mode> <name>\x00<20-byte hash>").
+func gitlogNextEntry(raw []byte) (gitlogRawEntry, []byte, bool) {
+	sp := bytes.IndexByte(raw, ' ')
+	if sp < 0 {
+		return gitlogRawEntry{}, nil, false
+	}
+	nul := bytes.IndexByte(raw[sp+1:], 0)
+	if nul < 0 || sp+1+nul+1+20 > len(raw) {
+		return gitlogRawEntry{}, nil, false
+	}
+	end := sp + 1 + nul + 1 + 20
+	return gitlogRawEntry{mode: raw[:sp], name: raw[sp+1 : sp+1+nul], hash: raw[sp+1+nul+1 : end]}, raw[end:], true
+}
+
+func (e gitlogRawEntry) isDir() bool {
+	return string(e.mode) == "40000" || string(e.mode) == "040000"
+}
+
+// compare orders entries as git sorts a tree: by name, a directory's name
+// compared as if it ended in "/".
+func (e gitlogRawEntry) compare(o gitlogRawEntry) int {
+	n := min(len(e.name), len(o.name))
+	if c := bytes.Compare(e.name[:n], o.name[:n]); c != 0 {
+		return c
+	}
+	next := func(r gitlogRawEntry) int {
+		if len(r.name) > n {
+			return int(r.name[n])
+		}
+		if r.isDir() {
+			return '/'
+		}
+		return 0
+	}
+	return next(e) - next(o)
+}
+
+func (e gitlogRawEntry) entry() (object.TreeEntry, error) {
+	mode, err := filemode.New(string(e.mode))
+	if err != nil {
+		return object.TreeEntry{}, fmt.Errorf("entry %q: %w", e.name, err)
+	}
+	te := object.TreeEntry{Name: string(e.name), Mode: mode}
+	copy(te.Hash[:], e.hash)
+	return te, nil
 }
 
 // changes lists what differs between the trees a and b under the knowledge
@@ -506,7 +611,9 @@ func (h *History) FileAt(ctx context.Context, rev, p string) (string, error) {
 // knowledge tree; none means the whole tree), with what they changed below
 // those paths. It stops after limit entries (0: no limit). Per commit it
 // compares the paths' tree entries with the parent's, level by level, so
-// commits that did not touch them cost one root-tree read.
+// commits that did not touch them cost one root-tree read; a commit an
+// earlier Log saw costs nothing (the log cache, logcache.go), unless paths is
+// the whole tree.
 func (h *History) Log(ctx context.Context, paths []string, limit int) ([]LogEntry, error) {
 	if len(paths) == 0 {
 		paths = []string{""}
@@ -518,8 +625,16 @@ func (h *History) Log(ctx context.Context, paths []string, limit int) ([]LogEntr
 	if err != nil {
 		return nil, fmt.Errorf("reading HEAD: %w", err)
 	}
+	if roots := logCacheRoots(paths); roots != nil {
+		return h.cachedLog(ctx, head.Hash(), paths, roots, limit)
+	}
+	return h.walkLog(ctx, head.Hash(), paths, limit)
+}
+
+// walkLog is Log's walk from cur over the trees, for paths the log cache
+// does not cover.
+func (h *History) walkLog(ctx context.Context, cur plumbing.Hash, paths []string, limit int) ([]LogEntry, error) {
 	var out []LogEntry
-	cur := head.Hash()
 	for !cur.IsZero() {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -554,6 +669,86 @@ func (h *History) Log(ctx context.Context, paths []string, limit int) ([]LogEntr
 		cur = parent
 	}
 	return out, nil
+}
+
+// cachedLog is Log's walk through the log cache (logcache.go): a commit seen
+// before by a walk below the same top-level directories costs a map lookup.
+func (h *History) cachedLog(ctx context.Context, cur plumbing.Hash, paths, roots []string, limit int) ([]LogEntry, error) {
+	if h.logs == nil {
+		h.logs = loadLogCache(h.st.common, h.prefix)
+	}
+	defer h.logs.save(h.prefix)
+	var out []LogEntry
+	for !cur.IsZero() {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		r, err := h.logRecord(ctx, cur, roots)
+		if err != nil {
+			return out, err
+		}
+		if changes := r.selectPaths(paths); len(changes) > 0 {
+			if r.info == nil {
+				co, err := h.commitObject(cur)
+				if err != nil {
+					return out, err
+				}
+				ci := gitlogInfo(co)
+				r.info = &ci
+				h.logs.dirty = true
+			}
+			ci := *r.info
+			ci.Parents = slices.Clone(ci.Parents)
+			out = append(out, LogEntry{CommitInfo: ci, Changes: changes})
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+		}
+		cur = plumbing.ZeroHash
+		if len(r.parents) > 0 {
+			cur = r.parents[0]
+		}
+	}
+	return out, nil
+}
+
+// logRecord returns the log cache's record of a commit, computing it (and
+// adding it to the cache) when the cache has none that covers roots.
+func (h *History) logRecord(ctx context.Context, hash plumbing.Hash, roots []string) (*logRec, error) {
+	old, ok := h.logs.recs[logKey{hash, false}]
+	if ok && old.covers(roots) {
+		return old, nil
+	}
+	if ok {
+		roots = old.union(roots)
+	}
+	c, err := h.node(hash)
+	if err != nil {
+		return nil, err
+	}
+	var ptree plumbing.Hash
+	if len(c.parents) > 0 {
+		p, err := h.node(c.parents[0])
+		if err != nil {
+			return nil, err
+		}
+		ptree = p.tree
+	}
+	r := &logRec{parents: c.parents, roots: roots}
+	if ok {
+		r.info = old.info
+	}
+	for _, root := range roots {
+		changes, err := h.changes(ctx, ptree, c.tree, root)
+		if err != nil {
+			return nil, err
+		}
+		for _, fc := range changes {
+			r.changes = append(r.changes, toLogChange(fc))
+		}
+	}
+	h.logs.add(logKey{hash, false}, r)
+	return r, nil
 }
 
 // commitObject reads a commit through the direct pack reader when it can

@@ -2,8 +2,11 @@ package gitrepo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,6 +66,7 @@ func TestLogAgainstGitLog(t *testing.T) {
 		}
 		gitlogCommit(t, repo, fmt.Sprintf("round %d", c), c)
 	}
+	var checkOnce func(string)
 	paths := [][]string{
 		{"facts/" + entry(0, 0) + ".yaml", "experience/" + entry(0, 0) + ".yaml"},
 		{"facts/" + entry(1, 1) + ".yaml", "experience/" + entry(1, 1) + ".yaml"},
@@ -73,7 +77,21 @@ func TestLogAgainstGitLog(t *testing.T) {
 		{"experience"},
 		{"facts/nothing.example/none.yaml"},
 	}
+	cache := filepath.Join(repo, ".git", "pem-log-cache")
+	// Each stage twice: without the log cache (the walk reads the trees and
+	// writes it), then from it (no tree read for a commit seen before).
 	check := func(stage string) {
+		t.Helper()
+		if err := os.Remove(cache); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		checkOnce(stage + ", no log cache")
+		if _, err := os.Stat(cache); err != nil {
+			t.Fatalf("%s: the walk left no log cache: %v", stage, err)
+		}
+		checkOnce(stage + ", from the log cache")
+	}
+	checkOnce = func(stage string) {
 		t.Helper()
 		h, err := gitrepo.OpenHistory(repo)
 		if err != nil {
