@@ -94,6 +94,9 @@ type core struct {
 	Live, OK   int               // live traces (not flagged), successful ones
 	VerifiedOn int               // verifiedOn(Cur, Experience)
 	CurSum     string            // material(Cur)
+	// F's content hash (its revision) and material(F), made once when mined:
+	// neither sees the status or the history, all that finish changes.
+	FRev, FSum string
 }
 
 func mineCore(in Input) core {
@@ -257,10 +260,11 @@ func mineCore(in Input) core {
 	f.Provenance.Traces = newest(ids)
 	f.Provenance.Sources = mergeStrings(f.Provenance.Sources, []string{Source})
 
-	// Scrubbed here too (finish scrubs again; it is idempotent), so that the
-	// state Learn keeps in the git directory holds no credential either.
+	// The scrubber's rules (engine.ScrubFacts): secrets in traces written
+	// before it, or in the current entry, never reach a proposal — nor the
+	// state Learn keeps in the git directory.
 	engine.ScrubFacts(f)
-	c := core{P: p, F: f, Cur: cur, Live: len(traces), OK: len(ok)}
+	c := core{P: p, F: f, Cur: cur, Live: len(traces), OK: len(ok), FRev: f.ContentHash(), FSum: material(f)}
 	if in.Experience != nil {
 		c.Ev = append(c.Ev, in.Experience.Evidence...)
 	}
@@ -282,13 +286,11 @@ func mineCore(in Input) core {
 func finish(c core, now time.Time, pol engine.Policy) Proposal {
 	p, f, cur := c.P, c.F, c.Cur
 	f.Status = status(c.Ev, c.Latest, now, pol, f.HasPageText())
-	// The scrubber's rules (engine.ScrubFacts): secrets in traces written
-	// before it, or in the current entry, never reach a proposal.
-	engine.ScrubFacts(f)
-	f.Revision = f.ContentHash()
+	// F was scrubbed when mined (mineCore), and its hashes made then.
+	f.Revision = c.FRev
 
 	if cur != nil {
-		p.Changed = c.CurSum != material(f)
+		p.Changed = c.CurSum != c.FSum
 		switch {
 		case !p.Changed:
 			// Nothing to propose: keep the current entry as it is.
