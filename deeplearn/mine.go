@@ -278,16 +278,39 @@ func mineCore(in Input) core {
 		c.VerifiedOn = verifiedOn(cur, in.Experience, in.Policy)
 		c.CurSum = material(cur)
 	}
+	return slim(c)
+}
+
+// slim drops from a core what finish will not use, which its inputs decide
+// already (Learn's state keeps the cores: less to decode each run). An entry
+// whose proposal is no change is finished into a copy of its current entry:
+// the mined facts and the evidence (for their status) are not needed. One
+// that changes is finished into the mined facts: of the current entry, only
+// its status and revision are read.
+func slim(c core) core {
+	switch {
+	case c.Cur == nil:
+	case c.CurSum == c.FSum || frozen(c.Cur) && c.OK < c.VerifiedOn:
+		c.F, c.Ev = nil, nil
+	default:
+		rev := c.Cur.Revision
+		if rev == "" {
+			rev = c.Cur.ContentHash()
+		}
+		c.Cur = &engine.Facts{Status: c.Cur.Status, Revision: rev}
+	}
 	return c
 }
 
-// finish completes a core as of now: the status, the scrub, the revision,
+// finish completes a core as of now: the status, the revision,
 // whether it is a change, and the history's transitions.
 func finish(c core, now time.Time, pol engine.Policy) Proposal {
 	p, f, cur := c.P, c.F, c.Cur
-	f.Status = status(c.Ev, c.Latest, now, pol, f.HasPageText())
-	// F was scrubbed when mined (mineCore), and its hashes made then.
-	f.Revision = c.FRev
+	if f != nil { // nil: the proposal is no change (slim)
+		f.Status = status(c.Ev, c.Latest, now, pol, f.HasPageText())
+		// F was scrubbed when mined (mineCore), and its hashes made then.
+		f.Revision = c.FRev
+	}
 
 	if cur != nil {
 		p.Changed = c.CurSum != c.FSum
