@@ -37,6 +37,7 @@ type Stamper interface {
 	TraceStamp(ref engine.TraceRef) (stamp string, ok bool)
 	TraceDirStamp(domain, day string) (stamp string, ok bool)
 	TraceDays(ctx context.Context, domain string) ([]string, error)
+	TraceDayRefs(ctx context.Context, domain, day string) ([]engine.TraceRef, error)
 	FactsStamp(domain, key string) (stamp string, ok bool)
 	ExperienceStamp(domain, key string) (stamp string, ok bool)
 }
@@ -61,7 +62,7 @@ type Options struct {
 // Stats says how much work a Learn run did.
 type Stats struct {
 	Domains      int // domains walked
-	Listed       int // domains whose trace directories were listed (new or changed since the last run)
+	Listed       int // trace directories listed (a domain's, for its days, and each day's): new or changed since the last run
 	Entries      int // entries mined or taken from the last run
 	Mined        int // entries whose traces, facts or experience changed (or Full): read and mined
 	Reused       int // entries unchanged since the last run: finished from its state, no file read
@@ -192,8 +193,8 @@ type domainState struct {
 	Format  int
 	Binary  string // the pem binary that wrote it: new mining rules mean mining again
 	Policy  string // the policy it was mined under
-	Dir     string // stamp of traces/<domain> when it was listed; "" (not trusted): list again
-	Days    []dayStamp
+	Dir     string     // stamp of traces/<domain> when its days were listed; "" (not trusted): list them again
+	Days    []dayStamp // its day directories, each with its stamp when listed ("": not trusted, list it again)
 	Traces  []traceState // the listing (store.TraceRefs), in its order
 	Entries []entryState // sorted by key; section 1 holds their cores in this order
 
@@ -547,54 +548,86 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 // listing returns the domain's trace refs in store.TraceRefs' order, and
 // fills next's Dir, Days and the stats. prev[i] is the index in
 // old.Traces of refs[i] when the remembered listing is the listing (no
-// directory's stamp moved); nil when the domain was listed again.
+// directory's stamp moved); nil when a directory was listed again. A day
+// directory whose stamp did not move keeps its remembered traces; the
+// others are listed (stamps first: a file added while listing moves a
+// stamp taken before it).
 func (l *learner) listing(ctx context.Context, d string, old, next *domainState, res *domainResult) ([]engine.TraceRef, []int, error) {
 	if l.stamper == nil {
 		refs, err := l.st.TraceRefs(ctx, d)
 		return refs, nil, err
 	}
-	dir, dirOK := l.stamper.TraceDirStamp(d, "")
-	if old != nil && dirOK && old.Dir != "" && old.Dir == dir {
-		same := make([]bool, len(old.Days))
-		parallel(len(old.Days), func(i int) {
-			s, ok := l.stamper.TraceDirStamp(d, old.Days[i].Day)
-			same[i] = ok && s == old.Days[i].Stamp
-		})
-		all := true
-		for _, ok := range same {
-			all = all && ok
+	if next.Dir, _ = l.stamper.TraceDirStamp(d, ""); old == nil || next.Dir == "" || next.Dir != old.Dir {
+		// The set of day directories may have changed: list it.
+		res.stats.Listed++
+		days, err := l.stamper.TraceDays(ctx, d)
+		if err != nil {
+			return nil, nil, err
 		}
-		if all {
-			next.Dir, next.Days = old.Dir, old.Days
-			refs := make([]engine.TraceRef, len(old.Traces))
-			prev := make([]int, len(old.Traces))
-			for i, ts := range old.Traces {
-				refs[i], prev[i] = engine.TraceRef{Domain: d, Day: ts.Day, ID: ts.ID}, i
-			}
-			return refs, prev, nil
+		next.Days = make([]dayStamp, len(days))
+		for i, day := range days {
+			next.Days[i].Day = day
+		}
+	} else {
+		next.Days = make([]dayStamp, len(old.Days))
+		for i, ds := range old.Days {
+			next.Days[i].Day = ds.Day
 		}
 	}
-	res.stats.Listed++
-	days, err := l.stamper.TraceDays(ctx, d)
-	if err != nil {
-		return nil, nil, err
+	parallel(len(next.Days), func(i int) { next.Days[i].Stamp, _ = l.stamper.TraceDirStamp(d, next.Days[i].Day) })
+	was := map[string]string{}
+	if old != nil {
+		for _, ds := range old.Days {
+			was[ds.Day] = ds.Stamp
+		}
 	}
-	next.Days = make([]dayStamp, len(days))
-	ok := make([]bool, len(days))
-	parallel(len(days), func(i int) {
-		next.Days[i].Day = days[i]
-		next.Days[i].Stamp, ok[i] = l.stamper.TraceDirStamp(d, days[i])
+	same := old != nil && next.Dir == old.Dir && len(next.Days) == len(old.Days)
+	for _, ds := range next.Days {
+		same = same && ds.Stamp != "" && ds.Stamp == was[ds.Day]
+	}
+	if same {
+		refs := make([]engine.TraceRef, len(old.Traces))
+		prev := make([]int, len(old.Traces))
+		for i, ts := range old.Traces {
+			refs[i], prev[i] = engine.TraceRef{Domain: d, Day: ts.Day, ID: ts.ID}, i
+		}
+		return refs, prev, nil
+	}
+	kept := map[string][]engine.TraceRef{}
+	if old != nil {
+		for _, ts := range old.Traces {
+			kept[ts.Day] = append(kept[ts.Day], engine.TraceRef{Domain: d, Day: ts.Day, ID: ts.ID})
+		}
+	}
+	lists := make([][]engine.TraceRef, len(next.Days))
+	errs := make([]error, len(next.Days))
+	var listed sync.Map
+	parallel(len(next.Days), func(i int) {
+		ds := next.Days[i]
+		if ds.Stamp != "" && ds.Stamp == was[ds.Day] {
+			lists[i] = kept[ds.Day]
+			return
+		}
+		listed.Store(i, true)
+		lists[i], errs[i] = l.stamper.TraceDayRefs(ctx, d, ds.Day)
 	})
-	if next.Dir = dir; !dirOK {
-		next.Dir = ""
-	}
-	for _, k := range ok {
-		if !k {
-			next.Dir = "" // a directory changed a moment ago: list again next time
+	var refs []engine.TraceRef
+	for i := range lists {
+		if errs[i] != nil {
+			return nil, nil, errs[i]
 		}
+		if _, ok := listed.Load(i); ok {
+			res.stats.Listed++
+		}
+		refs = append(refs, lists[i]...)
 	}
-	refs, err := l.st.TraceRefs(ctx, d)
-	return refs, nil, err
+	sort.Slice(refs, func(i, j int) bool { // store.TraceRefs' order, within one domain
+		if refs[i].ID != refs[j].ID {
+			return refs[i].ID < refs[j].ID
+		}
+		return refs[i].Day < refs[j].Day
+	})
+	return refs, nil, nil
 }
 
 // outPrint fingerprints a finished proposal's facts for the output cache.

@@ -68,6 +68,23 @@ func (s *Store) TraceDirStamp(domain, day string) (string, bool) {
 	return fmt.Sprintf("%+v", idOf(fi)), true
 }
 
+// TraceDayRefs lists the traces of one day directory of domain, as
+// TraceRefs lists them (in its order; none when the directory is missing).
+func (s *Store) TraceDayRefs(ctx context.Context, domain, day string) ([]engine.TraceRef, error) {
+	if err := checkDomain(domain); err != nil {
+		return nil, err
+	}
+	if err := checkDay(day); err != nil {
+		return nil, err
+	}
+	refs, err := s.dayRefs(ctx, domain, day, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	sortTraceRefs(refs)
+	return refs, nil
+}
+
 // TraceDays lists the day directories of traces/<domain> that TraceRefs
 // reads, sorted (none when the domain has no traces directory).
 func (s *Store) TraceDays(ctx context.Context, domain string) ([]string, error) {
