@@ -191,10 +191,10 @@ const stateMagic = "pem deep-learn state\n"
 // domainState is what Learn remembers of one domain.
 type domainState struct {
 	Format  int
-	Binary  string // the pem binary that wrote it: new mining rules mean mining again
-	Policy  string // the policy it was mined under
-	Dir     string     // stamp of traces/<domain> when its days were listed; "" (not trusted): list them again
-	Days    []dayStamp // its day directories, each with its stamp when listed ("": not trusted, list it again)
+	Binary  string       // the pem binary that wrote it: new mining rules mean mining again
+	Policy  string       // the policy it was mined under
+	Dir     string       // stamp of traces/<domain> when its days were listed; "" (not trusted): list them again
+	Days    []dayStamp   // its day directories, each with its stamp when listed ("": not trusted, list it again)
 	Traces  []traceState // the listing (store.TraceRefs), in its order
 	Entries []entryState // sorted by key; section 1 holds their cores in this order
 
