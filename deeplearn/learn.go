@@ -173,20 +173,25 @@ type domainResult struct {
 // domainState, core, output or cachedTraces, changes.
 const stateFormat = 3
 
-// stateMagic starts a state file; then come its four sections, each a
-// uvarint length and its bytes:
+// stateMagic starts a domain's state file (<domain>.state); then come
+// three sections, each a uvarint length and its bytes:
 //
 //  0. the gob-encoded domainState (the listing, the traces' intents, the
 //     entries' fingerprints);
 //  1. the gob-encoded cores of domainState.Entries, in order, one stream
 //     (encoded before the proposals are finished: finishing completes the
 //     cores in place, and the state keeps them unfinished);
-//  2. the gob-encoded map of key → output (the last run's encodings);
-//  3. the entries' decoded traces: one gob-encoded cachedTraces per entry,
-//     each with its own encoder, at entryState.T.
+//  2. the gob-encoded map of key → output (the last run's encodings).
 //
-// A section nothing changed in is written again byte for byte.
-const stateMagic = "pem deep-learn state\n"
+// Section 3, the entries' decoded traces — one gob-encoded cachedTraces per
+// entry, each with its own encoder, at entryState.T — is the file
+// <domain>.traces after tracesMagic: most of the bytes, read only when an
+// entry is mined again. A section nothing changed in is written again byte
+// for byte.
+const (
+	stateMagic  = "pem deep-learn state\n"
+	tracesMagic = "pem deep-learn traces\n"
+)
 
 // domainState is what Learn remembers of one domain.
 type domainState struct {
@@ -198,7 +203,9 @@ type domainState struct {
 	Traces  []traceState // the listing (store.TraceRefs), in its order
 	Entries []entryState // sorted by key; section 1 holds their cores in this order
 
-	sections [4][]byte // as read (not encoded: unexported)
+	sections   [4][]byte // as read (not encoded: unexported); [3] from tracesPath, when first asked for
+	tracesPath string
+	readTraces sync.Once
 }
 
 // dayStamp is a day directory of the domain with its stamp when listed.
@@ -320,7 +327,8 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 		core        core
 		cached      bool
 		cacheable   bool
-		blob        []byte // its cachedTraces, encoded
+		blob        []byte // its cachedTraces, encoded (mined now)
+		old         int    // reused: its index in old.Entries (its blob is the last run's); else -1
 		warnings    []string
 	}
 	byKey := map[string]*entry{}
@@ -352,9 +360,9 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 		if l.stamper != nil {
 			e.print, e.cacheable = l.fingerprint(d, e.key, refs, e.idx, stamps, trusted)
 		}
+		e.old = -1
 		if j, ok := oldEntry[e.key]; ok && e.cacheable && old.Entries[j].Print == e.print && oldCores != nil {
-			e.core, e.cached = oldCores[j], true
-			e.blob = old.blob(j)
+			e.core, e.cached, e.old = oldCores[j], true, j
 			res.stats.Reused++
 			continue
 		}
@@ -467,7 +475,7 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 		if old != nil {
 			for j, es := range old.Entries {
 				if _, seen := byKey[es.Key]; !seen && oldCores != nil && !l.match(es.Key, oldCores[j].P.Intent) {
-					keep = append(keep, &entry{key: es.Key, print: es.Print, core: oldCores[j], cached: true, blob: old.blob(j)})
+					keep = append(keep, &entry{key: es.Key, print: es.Print, core: oldCores[j], cached: true, old: j})
 				}
 			}
 			sort.Slice(keep, func(i, j int) bool { return keep[i].key < keep[j].key })
@@ -477,24 +485,44 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 		}
 	}
 	// The state is encoded now, before finish completes the cores in place
-	// — when it changed: else it is the last run's, byte for byte.
+	// — when it changed: else it is the last run's, byte for byte. The
+	// decoded traces (their own file) are written again only when an entry
+	// kept was mined now, or one was dropped.
 	var sections [4][]byte
 	var encErr error
+	tracesChanged := old == nil || len(keep) != len(old.Entries)
+	for _, e := range keep {
+		tracesChanged = tracesChanged || e.old < 0
+	}
 	if l.stamper != nil && dirty {
 		cores := make([]core, len(keep))
 		var blobs bytes.Buffer
 		for i, e := range keep {
-			next.Entries = append(next.Entries, entryState{Key: e.key, Print: e.print, T: [2]int{blobs.Len(), len(e.blob)}})
-			blobs.Write(e.blob)
+			es := entryState{Key: e.key, Print: e.print}
+			switch {
+			case !tracesChanged:
+				es.T = old.Entries[e.old].T
+			case e.old >= 0:
+				b := old.blob(e.old)
+				es.T = [2]int{blobs.Len(), len(b)}
+				blobs.Write(b)
+			default:
+				es.T = [2]int{blobs.Len(), len(e.blob)}
+				blobs.Write(e.blob)
+			}
+			next.Entries = append(next.Entries, es)
 			cores[i] = e.core
 		}
 		var head, cs bytes.Buffer
 		if encErr = gob.NewEncoder(&head).Encode(next); encErr == nil {
 			encErr = gob.NewEncoder(&cs).Encode(cores)
 		}
-		sections[0], sections[1], sections[3] = head.Bytes(), cs.Bytes(), blobs.Bytes()
+		sections[0], sections[1] = head.Bytes(), cs.Bytes()
+		if tracesChanged {
+			sections[3] = blobs.Bytes()
+		}
 	} else if l.stamper != nil {
-		sections[0], sections[1], sections[3] = old.sections[0], old.sections[1], old.sections[3]
+		sections[0], sections[1] = old.sections[0], old.sections[1]
 	}
 	kept := map[string]bool{}
 	for _, e := range keep {
@@ -537,7 +565,7 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 				encErr = gob.NewEncoder(&b).Encode(outs)
 				sections[2] = b.Bytes()
 			}
-			if err := l.save(d, sections, encErr); err != nil {
+			if err := l.save(d, sections, dirty && tracesChanged, encErr); err != nil {
 				res.warnings = append(res.warnings, err.Error())
 			}
 		}
@@ -705,8 +733,15 @@ func (l *learner) fingerprint(d, key string, refs []engine.TraceRef, idx []int, 
 
 func refID(r engine.TraceRef) string { return r.Day + "/" + r.ID }
 
-// blob is entry j's encoded cachedTraces (nil: none).
+// blob is entry j's encoded cachedTraces (nil: none), from the domain's
+// traces file, read the first time one is asked for.
 func (s *domainState) blob(j int) []byte {
+	s.readTraces.Do(func() {
+		data, err := os.ReadFile(s.tracesPath)
+		if rest, ok := bytes.CutPrefix(data, []byte(tracesMagic)); err == nil && ok {
+			s.sections[3] = rest
+		}
+	})
 	t := s.Entries[j].T
 	if t[1] <= 0 || t[0] < 0 || t[0]+t[1] > len(s.sections[3]) {
 		return nil
@@ -714,12 +749,15 @@ func (s *domainState) blob(j int) []byte {
 	return s.sections[3][t[0] : t[0]+t[1] : t[0]+t[1]]
 }
 
-// statePath is the domain's state file (domains are checked names: no slash).
-func (l *learner) statePath(d string) string { return filepath.Join(l.opt.StateDir, d+".state") }
+// statePath is the domain's state file, tracesPath its decoded traces
+// (domains are checked names: no slash).
+func (l *learner) statePath(d string) string  { return filepath.Join(l.opt.StateDir, d+".state") }
+func (l *learner) tracesPath(d string) string { return filepath.Join(l.opt.StateDir, d+".traces") }
 
 // load reads the domain's state, its cores and the outputs of its last
 // run; nil when there is none to trust. The cores are nil when they cannot
-// be decoded (then every entry is mined again).
+// be decoded (then every entry is mined again). The decoded traces are
+// read when first asked for (blob).
 func (l *learner) load(d string) (*domainState, []core, map[string]output) {
 	if l.stamper == nil || l.opt.Full {
 		return nil, nil, nil
@@ -733,7 +771,7 @@ func (l *learner) load(d string) (*domainState, []core, map[string]output) {
 		return nil, nil, nil
 	}
 	var sections [4][]byte
-	for i := range sections {
+	for i := range sections[:3] {
 		n, k := binary.Uvarint(rest)
 		if k <= 0 || n > uint64(len(rest)-k) {
 			return nil, nil, nil
@@ -744,7 +782,7 @@ func (l *learner) load(d string) (*domainState, []core, map[string]output) {
 	if gob.NewDecoder(bytes.NewReader(sections[0])).Decode(&s) != nil || s.Format != stateFormat || s.Binary != binaryID() || s.Policy != l.policy {
 		return nil, nil, nil
 	}
-	s.sections = sections
+	s.sections, s.tracesPath = sections, l.tracesPath(d)
 	var cores []core
 	if len(s.Entries) > 0 && (gob.NewDecoder(bytes.NewReader(sections[1])).Decode(&cores) != nil || len(cores) != len(s.Entries)) {
 		cores = nil
@@ -757,37 +795,52 @@ func (l *learner) load(d string) (*domainState, []core, map[string]output) {
 }
 
 // save writes the domain's state (its sections, or the error encoding them
-// gave) atomically. A failure only costs time next run.
-func (l *learner) save(d string, sections [4][]byte, encErr error) error {
+// gave) atomically: the decoded traces first when they changed, then the
+// state that points into them. A failure only costs time next run. (A
+// state whose traces file is another run's is harmless: a decoded trace is
+// only ever used for a file of the same name and stamp.)
+func (l *learner) save(d string, sections [4][]byte, traces bool, encErr error) error {
 	if encErr != nil {
 		return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, encErr)
 	}
-	tmp, err := os.CreateTemp(l.opt.StateDir, d+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, err)
+	if traces {
+		if err := writeFile(l.opt.StateDir, l.tracesPath(d), append([]byte(tracesMagic), sections[3]...)); err != nil {
+			return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, err)
+		}
 	}
 	size := len(stateMagic)
-	for _, s := range sections {
+	for _, s := range sections[:3] {
 		size += binary.MaxVarintLen64 + len(s)
 	}
 	data := append(make([]byte, 0, size), stateMagic...)
-	for _, s := range sections {
+	for _, s := range sections[:3] {
 		data = append(binary.AppendUvarint(data, uint64(len(s))), s...)
+	}
+	if err := writeFile(l.opt.StateDir, l.statePath(d), data); err != nil {
+		return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, err)
+	}
+	// The format-2 file of the domain, if an older pem left one.
+	os.Remove(filepath.Join(l.opt.StateDir, d+".gob"))
+	return nil
+}
+
+// writeFile replaces path with data (a temporary file in dir, renamed).
+func writeFile(dir, path string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
 	}
 	_, err = tmp.Write(data)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), l.statePath(d))
+		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("deep-learn state of %s not saved: %v (the next run mines the domain in full)", d, err)
 	}
-	// The format-2 file of the domain, if an older pem left one.
-	os.Remove(filepath.Join(l.opt.StateDir, d+".gob"))
-	return nil
+	return err
 }
 
 func policyID(p engine.Policy) string {

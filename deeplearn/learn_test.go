@@ -425,6 +425,21 @@ func TestLearnSkipRules(t *testing.T) {
 	check("a day expired", 1, 1) // the domain's directory, for its days; the other days are not listed
 	check("again", 0, 0)
 
+	// The decoded traces are read only for an entry mined again; lost, they
+	// cost decoding the files again, nothing else.
+	if err := os.Remove(filepath.Join(opt.StateDir, "stable-route.example.traces")); err != nil {
+		t.Fatal(err)
+	}
+	check("decoded traces lost, nothing changed", 0, 0)
+	nt = tr.Clone()
+	nt.ID = "01JZZZZZZZZZZZZZZZZZZZZZAB"
+	if _, err := st.PutTrace(ctx, nt); err != nil {
+		t.Fatal(err)
+	}
+	if s, all := check("decoded traces lost, a new trace", 1, 1), countTraces(t, st, "stable-route.example"); s.TracesRead != all || s.TracesCached != 0 {
+		t.Fatalf("read %d trace files, took %d decoded; want all %d read", s.TracesRead, s.TracesCached, all)
+	}
+
 	// A listing merged from remembered days and one listed again is
 	// TraceRefs' listing, in its order: here a trace whose id sorts first
 	// lands in a new day directory after the domain's others.
