@@ -23,14 +23,14 @@ func TestCoreRoundTripGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := loadCase(t, name)
 			var buf bytes.Buffer
-			if err := gob.NewEncoder(&buf).Encode(entryState{Print: "x", Core: mineCore(in)}); err != nil {
+			if err := gob.NewEncoder(&buf).Encode([]core{mineCore(in)}); err != nil {
 				t.Fatal(err)
 			}
-			var es entryState
-			if err := gob.NewDecoder(&buf).Decode(&es); err != nil {
-				t.Fatal(err)
+			var cores []core
+			if err := gob.NewDecoder(&buf).Decode(&cores); err != nil || len(cores) != 1 {
+				t.Fatal(cores, err)
 			}
-			p := finish(es.Core, in.Now, in.Policy)
+			p := finish(cores[0], in.Now, in.Policy)
 			got := marshal(t, p) + "---\n" + Report([]Proposal{p}, in.Now)
 			want, err := os.ReadFile(filepath.Join("testdata", name+".golden"))
 			if err != nil {
@@ -202,8 +202,9 @@ func TestLearnIncrementalEqualsFull(t *testing.T) {
 		}
 	}
 	s := check("new traces", Filter{}, now, 2, entries-2)
-	if all := countTraces(t, st, "stable-route.example") + countTraces(t, st, "selector-drift.example"); s.TracesRead != all {
-		t.Fatalf("read %d trace files, want the %d of the two entries that changed", s.TracesRead, all)
+	// Only the new files are decoded: the entries' other traces come from the state.
+	if all := countTraces(t, st, "stable-route.example") + countTraces(t, st, "selector-drift.example"); s.TracesRead != 3 || s.TracesCached != all-3 {
+		t.Fatalf("read %d trace files and took %d from the state, want the 3 new ones read and the other %d of the two entries taken", s.TracesRead, s.TracesCached, all-3)
 	}
 	check("again", Filter{}, now, 0, entries)
 
@@ -263,7 +264,7 @@ func TestLearnIncrementalEqualsFull(t *testing.T) {
 		t.Fatalf("without state: reused %d; same bytes %v", stats.Reused, got == want)
 	}
 	// A damaged state file is ignored (that domain is mined again).
-	if err := os.WriteFile(filepath.Join(opt.StateDir, "stable-route.example.gob"), []byte("garbage"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(opt.StateDir, "stable-route.example.state"), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	check("damaged state", Filter{}, now, 1, entries-1)
@@ -324,4 +325,159 @@ func TestLazyRegexps(t *testing.T) {
 	if _, err := engine.AllLazyCompile(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The skip rules of the listing and of the trace cache, each with a change
+// it must not miss: a trace edited in place (no directory's stamp moves,
+// only the file's), a trace added to a day directory that is there already
+// (the domain directory's stamp does not move), a day directory that
+// expired whole, and a re-mined entry whose other traces come from the
+// state's decoding.
+func TestLearnSkipRules(t *testing.T) {
+	ctx := context.Background()
+	st, entries := fixtureTree(t)
+	opt := Options{StateDir: filepath.Join(t.TempDir(), "state")}
+	check := func(step string, mined, listed int) Stats {
+		t.Helper()
+		want := full(t, st, Filter{}, now)
+		got, stats := learn(t, st, Filter{}, now, opt)
+		if got != want {
+			t.Fatalf("%s: Learn differs from the full run:\n--- Learn\n%s\n--- full\n%s", step, got, want)
+		}
+		if stats.Mined != mined || stats.Reused != entries-mined || listed >= 0 && stats.Listed != listed {
+			t.Fatalf("%s: mined %d, reused %d, listed %d directories; want %d, %d, %d (%+v)", step, stats.Mined, stats.Reused, stats.Listed, mined, entries-mined, listed, stats)
+		}
+		return stats
+	}
+	check("first run", entries, -1)
+	if s := check("nothing changed", 0, 0); s.TracesRead != 0 {
+		t.Fatalf("nothing changed, yet %d trace files were read", s.TracesRead)
+	}
+
+	// An edit in place: a success becomes a failure, in the same file.
+	d := "stable-route.example"
+	refs, err := st.TraceRefs(ctx, d)
+	if err != nil || len(refs) < 2 {
+		t.Fatal(refs, err)
+	}
+	p := filepath.Join(st.Root(), filepath.FromSlash(store.TracePath(refs[0])))
+	data, err := os.ReadFile(p)
+	if err != nil || !bytes.Contains(data, []byte("outcome: success")) {
+		t.Fatalf("%s: %v\n%s", p, err, data)
+	}
+	before, _ := os.Stat(filepath.Dir(p))
+	if err := os.WriteFile(p, bytes.Replace(data, []byte("outcome: success"), []byte("outcome: failure"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Stat(filepath.Dir(p)); !after.ModTime().Equal(before.ModTime()) {
+		t.Fatal("the edit in place moved its directory's time: the test would not test the file stamps")
+	}
+	if s := check("edited in place", 1, 0); s.TracesRead != 1 || s.TracesCached != len(refs)-1 {
+		t.Fatalf("edited in place: read %d trace files, took %d from the state; want 1 and %d", s.TracesRead, s.TracesCached, len(refs)-1)
+	}
+
+	// A trace added to a day directory the domain has already.
+	tr, err := st.Trace(ctx, refs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt := tr.Clone()
+	nt.ID = "01JZZZZZZZZZZZZZZZZZZZZZAA"
+	if _, err := st.PutTrace(ctx, nt); err != nil {
+		t.Fatal(err)
+	}
+	if store.RefOf(nt).Day != refs[1].Day {
+		t.Fatal("the new trace is in another day directory")
+	}
+	if s := check("a trace added to an existing day", 1, 1); s.TracesRead != 1 { // that day's directory only
+		t.Fatalf("read %d trace files, want the new one", s.TracesRead)
+	}
+
+	// A whole day directory expired (the domain's directory changes).
+	var day string
+	ds, err := st.Domains(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d = range ds {
+		if refs, err = st.TraceRefs(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if len(refs) > 1 && refs[0].Day != refs[len(refs)-1].Day && d != "stable-route.example" {
+			day = refs[0].Day
+			break
+		}
+	}
+	if day == "" {
+		t.Fatal("no fixture domain has traces on two days")
+	}
+	for _, r := range refs {
+		if r.Day == day {
+			if err := st.DeleteTrace(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	os.Remove(filepath.Join(st.Root(), "traces", d, day)) // gone with its last trace, or now
+	if _, err := os.Stat(filepath.Join(st.Root(), "traces", d, day)); !os.IsNotExist(err) {
+		t.Fatalf("the day directory is still there: %v", err)
+	}
+	check("a day expired", 1, 1) // the domain's directory, for its days; the other days are not listed
+	check("again", 0, 0)
+
+	// The decoded traces are read only for an entry mined again; lost, they
+	// cost decoding the files again, nothing else.
+	if err := os.Remove(filepath.Join(opt.StateDir, "stable-route.example.traces")); err != nil {
+		t.Fatal(err)
+	}
+	check("decoded traces lost, nothing changed", 0, 0)
+	nt = tr.Clone()
+	nt.ID = "01JZZZZZZZZZZZZZZZZZZZZZAB"
+	if _, err := st.PutTrace(ctx, nt); err != nil {
+		t.Fatal(err)
+	}
+	if s, all := check("decoded traces lost, a new trace", 1, 1), countTraces(t, st, "stable-route.example"); s.TracesRead != all || s.TracesCached != 0 {
+		t.Fatalf("read %d trace files, took %d decoded; want all %d read", s.TracesRead, s.TracesCached, all)
+	}
+
+	// A listing merged from remembered days and one listed again is
+	// TraceRefs' listing, in its order: here a trace whose id sorts first
+	// lands in a new day directory after the domain's others.
+	d = "stable-route.example"
+	refs, err = st.TraceRefs(ctx, d)
+	if err != nil || len(refs) < 2 {
+		t.Fatal(refs, err)
+	}
+	last := refs[len(refs)-1]
+	data, err = os.ReadFile(filepath.Join(st.Root(), filepath.FromSlash(store.TracePath(last))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := "01A00000000000000000000000"
+	p = filepath.Join(st.Root(), "traces", d, "2099-12-31", first+".yaml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, bytes.Replace(data, []byte(last.ID), []byte(first), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := &learner{st: st, stamper: st, opt: opt, policy: policyID(mustConfig(t, st).Policy)}
+	old, _, _ := l.load(d)
+	if old == nil {
+		t.Fatal("no state remembered for", d)
+	}
+	var res domainResult
+	got, prev, err := l.listing(ctx, d, old, &domainState{}, &res)
+	want, err2 := st.TraceRefs(ctx, d)
+	if err != nil || err2 != nil || prev != nil || res.stats.Listed != 2 || fmt.Sprint(got) != fmt.Sprint(want) || got[0].ID != first {
+		t.Fatalf("merged listing (listed %d, %v, %v):\n%v\nTraceRefs:\n%v", res.stats.Listed, err, err2, got, want)
+	}
+}
+
+func mustConfig(t *testing.T, st *store.Store) engine.Config {
+	cfg, err := st.Config(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -94,6 +94,9 @@ type core struct {
 	Live, OK   int               // live traces (not flagged), successful ones
 	VerifiedOn int               // verifiedOn(Cur, Experience)
 	CurSum     string            // material(Cur)
+	// F's content hash (its revision) and material(F), made once when mined:
+	// neither sees the status or the history, all that finish changes.
+	FRev, FSum string
 }
 
 func mineCore(in Input) core {
@@ -257,10 +260,11 @@ func mineCore(in Input) core {
 	f.Provenance.Traces = newest(ids)
 	f.Provenance.Sources = mergeStrings(f.Provenance.Sources, []string{Source})
 
-	// Scrubbed here too (finish scrubs again; it is idempotent), so that the
-	// state Learn keeps in the git directory holds no credential either.
+	// The scrubber's rules (engine.ScrubFacts): secrets in traces written
+	// before it, or in the current entry, never reach a proposal — nor the
+	// state Learn keeps in the git directory.
 	engine.ScrubFacts(f)
-	c := core{P: p, F: f, Cur: cur, Live: len(traces), OK: len(ok)}
+	c := core{P: p, F: f, Cur: cur, Live: len(traces), OK: len(ok), FRev: f.ContentHash(), FSum: material(f)}
 	if in.Experience != nil {
 		c.Ev = append(c.Ev, in.Experience.Evidence...)
 	}
@@ -274,21 +278,42 @@ func mineCore(in Input) core {
 		c.VerifiedOn = verifiedOn(cur, in.Experience, in.Policy)
 		c.CurSum = material(cur)
 	}
+	return slim(c)
+}
+
+// slim drops from a core what finish will not use, which its inputs decide
+// already (Learn's state keeps the cores: less to decode each run). An entry
+// whose proposal is no change is finished into a copy of its current entry:
+// the mined facts and the evidence (for their status) are not needed. One
+// that changes is finished into the mined facts: of the current entry, only
+// its status and revision are read.
+func slim(c core) core {
+	switch {
+	case c.Cur == nil:
+	case c.CurSum == c.FSum || frozen(c.Cur) && c.OK < c.VerifiedOn:
+		c.F, c.Ev = nil, nil
+	default:
+		rev := c.Cur.Revision
+		if rev == "" {
+			rev = c.Cur.ContentHash()
+		}
+		c.Cur = &engine.Facts{Status: c.Cur.Status, Revision: rev}
+	}
 	return c
 }
 
-// finish completes a core as of now: the status, the scrub, the revision,
+// finish completes a core as of now: the status, the revision,
 // whether it is a change, and the history's transitions.
 func finish(c core, now time.Time, pol engine.Policy) Proposal {
 	p, f, cur := c.P, c.F, c.Cur
-	f.Status = status(c.Ev, c.Latest, now, pol, f.HasPageText())
-	// The scrubber's rules (engine.ScrubFacts): secrets in traces written
-	// before it, or in the current entry, never reach a proposal.
-	engine.ScrubFacts(f)
-	f.Revision = f.ContentHash()
+	if f != nil { // nil: the proposal is no change (slim)
+		f.Status = status(c.Ev, c.Latest, now, pol, f.HasPageText())
+		// F was scrubbed when mined (mineCore), and its hashes made then.
+		f.Revision = c.FRev
+	}
 
 	if cur != nil {
-		p.Changed = c.CurSum != material(f)
+		p.Changed = c.CurSum != c.FSum
 		switch {
 		case !p.Changed:
 			// Nothing to propose: keep the current entry as it is.

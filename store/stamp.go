@@ -41,6 +41,59 @@ func (s *Store) ExperienceStamp(domain, key string) (string, bool) {
 	return s.stamp(ExperiencePath(domain, key))
 }
 
+// TraceDirStamp is TraceStamp for the directory traces/<domain> (day "")
+// or traces/<domain>/<day>. A directory's stamp moves when an entry is
+// added to it, removed or renamed — how every pem writer puts a trace (a
+// new file linked or renamed into place) or expires one —, not when a file
+// in it is edited in place: that moves the file's own stamp. So a remembered
+// listing of an unchanged directory is the listing (deep-learn's state).
+func (s *Store) TraceDirStamp(domain, day string) (string, bool) {
+	if checkDomain(domain) != nil {
+		return "", false
+	}
+	rel := tracesDir + "/" + domain
+	if day != "" {
+		if checkDay(day) != nil {
+			return "", false
+		}
+		rel += "/" + day
+	}
+	fi, err := os.Lstat(s.abs(rel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "absent", true
+	}
+	if err != nil || !fi.IsDir() || !trusted(fi, s.now()) {
+		return "", false
+	}
+	return fmt.Sprintf("%+v", idOf(fi)), true
+}
+
+// TraceDayRefs lists the traces of one day directory of domain, as
+// TraceRefs lists them (in its order; none when the directory is missing).
+func (s *Store) TraceDayRefs(ctx context.Context, domain, day string) ([]engine.TraceRef, error) {
+	if err := checkDomain(domain); err != nil {
+		return nil, err
+	}
+	if err := checkDay(day); err != nil {
+		return nil, err
+	}
+	refs, err := s.dayRefs(ctx, domain, day, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	sortTraceRefs(refs)
+	return refs, nil
+}
+
+// TraceDays lists the day directories of traces/<domain> that TraceRefs
+// reads, sorted (none when the domain has no traces directory).
+func (s *Store) TraceDays(ctx context.Context, domain string) ([]string, error) {
+	if err := checkDomain(domain); err != nil {
+		return nil, err
+	}
+	return s.subdirsIn(ctx, tracesDir+"/"+domain, checkDay, true)
+}
+
 func (s *Store) stamp(rel string) (string, bool) {
 	fi, err := os.Lstat(s.abs(rel))
 	if errors.Is(err, fs.ErrNotExist) {

@@ -92,3 +92,68 @@ func TestTraceOnce(t *testing.T) {
 		t.Fatalf("corrupt trace: %v", err)
 	}
 }
+
+// A trace directory's stamp moves when a trace is added or removed in it, not
+// when one is edited in place; TraceDays lists the day directories TraceRefs
+// reads, an empty one too.
+func TestTraceDirStamps(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t, func() time.Time { return time.Now().Add(time.Hour) })
+	if st, ok := s.TraceDirStamp("a.example", ""); st != "absent" || !ok {
+		t.Fatalf("a domain without traces: %q, %v", st, ok)
+	}
+	tr := &engine.Trace{Format: engine.Format, ID: "01JB000000000000000000000C", Domain: "a.example", Intent: "x", IntentKey: "x",
+		URL: "https://a.example/", Outcome: engine.Success, StartedAt: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	if _, err := s.PutTrace(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(s.Root(), "traces", "a.example", "2026-11-02")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if days, err := s.TraceDays(ctx, "a.example"); err != nil || !reflect.DeepEqual(days, []string{"2026-11-01", "2026-11-02"}) {
+		t.Fatalf("days %v, %v", days, err)
+	}
+	dir, ok1 := s.TraceDirStamp("a.example", "")
+	day, ok2 := s.TraceDirStamp("a.example", "2026-11-01")
+	if !ok1 || !ok2 || dir == "absent" || day == "absent" || dir == day {
+		t.Fatalf("stamps %q %v, %q %v", dir, ok1, day, ok2)
+	}
+	p := filepath.Join(s.Root(), filepath.FromSlash(TracePath(RefOf(tr))))
+	data, _ := os.ReadFile(p)
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(p, append(data, '\n'), 0o644); err != nil { // in place
+		t.Fatal(err)
+	}
+	if d2, _ := s.TraceDirStamp("a.example", "2026-11-01"); d2 != day {
+		t.Fatalf("an edit in place moved the day directory's stamp: %q, %q", day, d2)
+	}
+	tr2 := tr.Clone()
+	tr2.ID = "01JB000000000000000000000D"
+	if _, err := s.PutTrace(ctx, tr2); err != nil {
+		t.Fatal(err)
+	}
+	if d2, _ := s.TraceDirStamp("a.example", "2026-11-01"); d2 == day {
+		t.Fatal("a new trace kept the day directory's stamp")
+	}
+	if d2, _ := s.TraceDirStamp("a.example", ""); d2 != dir {
+		t.Fatalf("a trace in an existing day moved the domain directory's stamp")
+	}
+	if err := os.Mkdir(filepath.Join(s.Root(), "traces", "a.example", "2026-11-03"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if d2, _ := s.TraceDirStamp("a.example", ""); d2 == dir {
+		t.Fatal("a new day directory kept the domain directory's stamp")
+	}
+	if _, ok := s.TraceDirStamp("a.example", "not-a-day"); ok {
+		t.Fatal("a bad day has a stamp")
+	}
+	// With the real clock, a directory changed a moment ago is not trusted.
+	now := testStore(t, nil)
+	if _, err := now.PutTrace(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := now.TraceDirStamp("a.example", "2026-11-01"); ok {
+		t.Fatal("a day directory written a moment ago is trusted")
+	}
+}

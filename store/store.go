@@ -412,21 +412,36 @@ func (s *Store) TraceRefs(ctx context.Context, domain string) ([]engine.TraceRef
 			return nil, err
 		}
 		for _, day := range days {
-			ents, err := s.listDirIn(ctx, tracesDir+"/"+d+"/"+day, false)
-			if err != nil {
+			if refs, err = s.dayRefs(ctx, d, day, false, refs); err != nil {
 				return nil, err
-			}
-			for _, e := range ents {
-				if e.typ&fs.ModeSymlink != 0 {
-					s.noteLink(tracesDir + "/" + d + "/" + day + "/" + e.name)
-				}
-				id, ok := strings.CutSuffix(e.name, yamlExt)
-				if ok && e.typ.IsRegular() && checkTraceID(id) == nil {
-					refs = append(refs, engine.TraceRef{Domain: d, Day: day, ID: id})
-				}
 			}
 		}
 	}
+	sortTraceRefs(refs)
+	return refs, nil
+}
+
+// dayRefs appends the traces of traces/<d>/<day> to refs (checkParents as
+// for listDirIn).
+func (s *Store) dayRefs(ctx context.Context, d, day string, checkParents bool, refs []engine.TraceRef) ([]engine.TraceRef, error) {
+	ents, err := s.listDirIn(ctx, tracesDir+"/"+d+"/"+day, checkParents)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		if e.typ&fs.ModeSymlink != 0 {
+			s.noteLink(tracesDir + "/" + d + "/" + day + "/" + e.name)
+		}
+		id, ok := strings.CutSuffix(e.name, yamlExt)
+		if ok && e.typ.IsRegular() && checkTraceID(id) == nil {
+			refs = append(refs, engine.TraceRef{Domain: d, Day: day, ID: id})
+		}
+	}
+	return refs, nil
+}
+
+// sortTraceRefs sorts refs in TraceRefs' order: by id, then domain, then day.
+func sortTraceRefs(refs []engine.TraceRef) {
 	sort.Slice(refs, func(i, j int) bool {
 		a, b := refs[i], refs[j]
 		if a.ID != b.ID {
@@ -437,7 +452,6 @@ func (s *Store) TraceRefs(ctx context.Context, domain string) ([]engine.TraceRef
 		}
 		return a.Day < b.Day
 	})
-	return refs, nil
 }
 
 // Facts reads facts/<domain>/<key>.yaml.
