@@ -19,6 +19,12 @@
 // bounded by existsTimeout; a page that does not answer in time is an error,
 // never reported as a missing element.
 //
+// pem's own reads of the page (settle, Exists, the element, label and block
+// listings, the status) are each one Runtime.evaluate with no execution
+// context, so they run in the document the frame holds when they arrive;
+// rod's cached window, which a navigation leaves stale, is re-resolved in
+// the background while the page settles (its element lookups start there).
+//
 // go-rod registers a global "-rod" flag on flag.CommandLine in an init unless
 // DISABLE_ROD_FLAG is set in the environment. It is harmless for pem (the CLI
 // does not parse flag.CommandLine, and tests accept the extra flag), but the

@@ -107,15 +107,67 @@ func (p *Page) with(ctx context.Context, d time.Duration) (*gorod.Page, context.
 	return p.pg.Context(ctx), ctx, cancel
 }
 
+// evalJS calls the JS function fn with args (JSON-encoded) in the main
+// frame's current document and returns its value (a promise is awaited), in
+// one round trip bounded by d (the page timeout when 0). It is
+// Runtime.evaluate with no execution context: the call runs in whatever
+// document the frame holds when it arrives. rod's own Eval calls a function
+// on the window object it cached, which a navigation leaves stale: the first
+// call on every new document failed ("Cannot find context"), then rod
+// resolved the window again and called once more — three round trips where
+// one does, and on a busy machine the failed one alone took 50–370 ms (a CDP
+// log of pem demo's P1 round: 28 such failures, 5 s of waiting).
+func (p *Page) evalJS(ctx context.Context, d time.Duration, fn string, args ...any) (*proto.RuntimeRemoteObject, error) {
+	var call strings.Builder
+	call.WriteString("(")
+	call.WriteString(fn)
+	call.WriteString(")(")
+	for i, a := range args {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			call.WriteString(",")
+		}
+		call.Write(b)
+	}
+	call.WriteString(")")
+	pg, _, cancel := p.with(ctx, d)
+	defer cancel()
+	res, err := proto.RuntimeEvaluate{Expression: call.String(), AwaitPromise: true, ReturnByValue: true}.Call(pg)
+	if err != nil {
+		return nil, err
+	}
+	if res.ExceptionDetails != nil {
+		return nil, &gorod.EvalError{RuntimeExceptionDetails: res.ExceptionDetails}
+	}
+	return res.Result, nil
+}
+
+// refreshRod has rod resolve the current document's window, which its
+// element lookups (Click, Type, Text of a selector) start from, while the
+// caller waits for the page to settle; the returned func waits for it. After
+// a navigation rod's cached window is stale, and the first lookup would
+// otherwise pay the failed call and the re-resolve after the settle.
+func (p *Page) refreshRod(ctx context.Context) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pg, _, cancel := p.with(ctx, settleMax)
+		defer cancel()
+		_, _ = pg.Eval(`() => 0`)
+	}()
+	return func() { <-done }
+}
+
 // armNav makes the page note a navigation request the moment it happens
 // (the Navigation API's navigate event fires synchronously in the click or
 // submit that causes it); navigating reads the note. Chromium's own
 // loading events can reach us hundreds of milliseconds late on a busy
 // machine, so they cannot tell alone whether an action navigates.
 func (p *Page) armNav(ctx context.Context) {
-	pg, _, cancel := p.with(ctx, 0)
-	defer cancel()
-	_, _ = pg.Eval(`() => {
+	_, _ = p.evalJS(ctx, 0, `() => {
 		window.__pemNav = 0;
 		if (!window.__pemNavHooked && window.navigation) {
 			window.__pemNavHooked = 1;
@@ -130,12 +182,10 @@ func (p *Page) navigating(ctx context.Context, seq0 int) bool {
 	if seq, _, _ := p.state(); seq > seq0 {
 		return true
 	}
-	pg, _, cancel := p.with(ctx, 0)
-	defer cancel()
-	res, err := pg.Eval(`() => window.__pemNav`)
+	v, err := p.evalJS(ctx, 0, `() => window.__pemNav`)
 	// 0: same document, nothing requested; 1: navigation requested;
 	// undefined or an error: the document is already being replaced.
-	return err != nil || res.Value.Nil() || res.Value.Int() != 0
+	return err != nil || v.Value.Nil() || v.Value.Int() != 0
 }
 
 // hookJS runs at the start of every document the page loads: it records
@@ -155,10 +205,12 @@ const hookJS = `(() => {
 func (p *Page) settle(ctx context.Context, seq0 int, navigating bool) {
 	if navigating {
 		p.waitLoaded(ctx, seq0, p.timeout)
+		defer p.refreshRod(ctx)()
 	}
 	p.quiet(ctx, !navigating)
 	if seq, _, _ := p.state(); seq > seq0 && !navigating { // a script navigated meanwhile
 		p.waitLoaded(ctx, seq0, settleMax)
+		defer p.refreshRod(ctx)()
 		p.quiet(ctx, false)
 	}
 }
@@ -173,8 +225,8 @@ func (p *Page) quiet(ctx context.Context, fresh bool) bool {
 	qctx, cancel := context.WithTimeout(ctx, settleMax+500*time.Millisecond)
 	defer cancel()
 	arg := map[string]any{"quiet": settleQuiet, "cap": settleMax.Milliseconds(), "quietCap": quietMax.Milliseconds(), "fresh": fresh}
-	res, err := p.pg.Context(qctx).Eval(pageJS, "settle", arg, 0)
-	return err == nil && res.Value.Bool()
+	v, err := p.evalJS(qctx, settleMax+500*time.Millisecond, pageJS, "settle", arg, 0)
+	return err == nil && v.Value.Bool()
 }
 
 // waitStopped waits until the main frame is not loading, or d passes.
@@ -298,6 +350,9 @@ func (p *Page) Navigate(ctx context.Context, url string) error {
 	if res.ErrorText != "" {
 		return fmt.Errorf("navigate %s: %s", url, res.ErrorText)
 	}
+	if res.LoaderID != "" {
+		defer p.refreshRod(ctx)()
+	}
 	if p.quiet(ctx, res.LoaderID == "") && res.LoaderID != "" {
 		// The new document has loaded: let the loading events catch up.
 		p.waitStopped(ctx, 500*time.Millisecond)
@@ -337,13 +392,11 @@ func (p *Page) Title(ctx context.Context) (string, error) {
 
 // StatusCode is the HTTP status of the current document's response (0 when unknown).
 func (p *Page) StatusCode(ctx context.Context) int {
-	pg, _, cancel := p.with(ctx, 2*time.Second)
-	defer cancel()
-	res, err := pg.Eval(`() => { const n = performance.getEntriesByType("navigation")[0]; return n && n.responseStatus || 0 }`)
+	v, err := p.evalJS(ctx, 2*time.Second, `() => { const n = performance.getEntriesByType("navigation")[0]; return n && n.responseStatus || 0 }`)
 	if err != nil {
 		return 0
 	}
-	return res.Value.Int()
+	return v.Value.Int()
 }
 
 // Click clicks the element's center like a user and waits for settle.
@@ -477,13 +530,16 @@ func (p *Page) Press(ctx context.Context, selector, key string) error {
 // Text is the element's innerText (an input's value); "" reads the whole body.
 func (p *Page) Text(ctx context.Context, selector string) (string, error) {
 	if selector == "" {
-		pg, _, cancel := p.with(ctx, 0)
-		defer cancel()
-		res, err := pg.Eval(`() => document.body ? document.body.innerText : ""`)
+		v, err := p.evalJS(ctx, 0, `() => document.body ? document.body.innerText : ""`)
 		if err != nil {
 			return "", fmt.Errorf("text of body on %s: %w", p.URL(), err)
 		}
-		return res.Value.Str(), nil
+		return v.Value.Str(), nil
+	}
+	// One round trip when the element is there (rod's lookup and text
+	// helper take about ten); a missing one is waited for as before.
+	if v, err := p.evalJS(ctx, 0, textJS, selector); err == nil && !v.Value.Nil() {
+		return v.Value.Str(), nil
 	}
 	el, cancel, err := p.lookup(ctx, "text of", selector)
 	defer cancel()
@@ -497,15 +553,26 @@ func (p *Page) Text(ctx context.Context, selector string) (string, error) {
 	return t, nil
 }
 
+// textJS is rod's text helper (the text Element.Text returns) for the first
+// element selector matches, or null when none does.
+const textJS = `(sel) => {
+	const el = document.querySelector(sel);
+	if (!el) return null;
+	switch (el.tagName) {
+	case "INPUT": case "TEXTAREA": return el.value || el.placeholder;
+	case "SELECT": return Array.from(el.selectedOptions).map((o) => o.innerText).join();
+	case undefined: return el.textContent;
+	default: return el.innerText;
+	}
+}`
+
 // Exists reports whether selector matches a visible element. It asks the
 // page once (one document.querySelector, no polling), so absence is answered
 // in one round trip → agent.ErrNoElement. The answer may take up to
 // existsTimeout on a busy machine; a page that does not answer in time is an
 // error, never reported as absence.
 func (p *Page) Exists(ctx context.Context, selector string) (bool, error) {
-	pg, _, cancel := p.with(ctx, existsTimeout)
-	defer cancel()
-	res, err := pg.Eval(pageJS, "exists", selector, 0)
+	v, err := p.evalJS(ctx, existsTimeout, pageJS, "exists", selector, 0)
 	if err != nil {
 		var ee *gorod.EvalError
 		switch {
@@ -516,7 +583,7 @@ func (p *Page) Exists(ctx context.Context, selector string) (bool, error) {
 		}
 		return false, fmt.Errorf("exists %q on %s: %w", selector, p.URL(), err)
 	}
-	switch res.Value.Int() {
+	switch v.Value.Int() {
 	case 0:
 		return false, fmt.Errorf("exists %q: %w (on %s)", selector, agent.ErrNoElement, p.URL())
 	case 1:
@@ -577,9 +644,7 @@ func (p *Page) helper(ctx context.Context, out any, op, arg string, limit int) e
 
 // helperFor is helper with a timeout of d (the page timeout when 0).
 func (p *Page) helperFor(ctx context.Context, d time.Duration, out any, op, arg string, limit int) error {
-	pg, _, cancel := p.with(ctx, d)
-	defer cancel()
-	res, err := pg.Eval(pageJS, op, arg, limit)
+	v, err := p.evalJS(ctx, d, pageJS, op, arg, limit)
 	if err != nil {
 		var ee *gorod.EvalError
 		if errors.As(err, &ee) {
@@ -587,7 +652,7 @@ func (p *Page) helperFor(ctx context.Context, d time.Duration, out any, op, arg 
 		}
 		return err
 	}
-	return json.Unmarshal([]byte(res.Value.JSON("", "")), out)
+	return json.Unmarshal([]byte(v.Value.JSON("", "")), out)
 }
 
 // Evaluate runs js — a function, an expression, or a function body with

@@ -242,6 +242,60 @@ func TestText(t *testing.T) {
 	}
 }
 
+// TestReadsFollowNavigation: every read right after a navigation, a link
+// click or a submit is of the new document (the reads run in whatever
+// document the frame holds, not in a cached window), and element actions
+// still work on each new document; Text of a field is its value, of a
+// select its chosen option, as rod's Element.Text.
+func TestReadsFollowNavigation(t *testing.T) {
+	p := page(t, "")
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if err := p.Navigate(ctx, srv.URL+"/"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Text(ctx, "#title"); err != nil || got != "Welcome" {
+			t.Fatalf("round %d: Text(#title) after navigating home = %q, %v", i, got, err)
+		}
+		if err := p.Click(ctx, "#repo-link"); err != nil {
+			t.Fatal(err)
+		}
+		if vis, err := p.Exists(ctx, "#branch"); err != nil || !vis {
+			t.Fatalf("round %d: Exists(#branch) after the link click = %v, %v", i, vis, err)
+		}
+		if got, err := p.Text(ctx, "#branch"); err != nil || got != "main" {
+			t.Fatalf("round %d: Text(#branch) = %q, %v", i, got, err)
+		}
+		if _, err := p.Exists(ctx, "#title"); !errors.Is(err, agent.ErrNoElement) {
+			t.Fatalf("round %d: the old page's #title still found: %v", i, err)
+		}
+		if err := p.Navigate(ctx, srv.URL+"/search"); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Type(ctx, "#q", "abc"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Text(ctx, "#q"); err != nil || got != "abc" {
+			t.Fatalf("round %d: Text of the field = %q, %v", i, got, err)
+		}
+		if err := p.Press(ctx, "#q", "Enter"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Text(ctx, "#count"); err != nil || got != `3 results for "abc"` {
+			t.Fatalf("round %d: Text(#count) after the submit = %q, %v", i, got, err)
+		}
+		if code := p.StatusCode(ctx); code != 200 {
+			t.Fatalf("round %d: StatusCode = %d", i, code)
+		}
+	}
+	if _, err := p.Evaluate(ctx, `document.body.innerHTML = '<select id="s"><option>one</option><option selected>two</option></select>'`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Text(ctx, "#s"); err != nil || got != "two" {
+		t.Errorf("Text of a select = %q, %v", got, err)
+	}
+}
+
 func TestExists(t *testing.T) {
 	p := page(t, "/")
 	ctx := context.Background()
