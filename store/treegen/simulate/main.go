@@ -212,41 +212,55 @@ func extrapolate(c config, weeks []week) {
 	if len(weeks) < 2 {
 		return
 	}
-	last, prev := weeks[len(weeks)-1], weeks[len(weeks)-2]
-	days := float64(c.days % 7)
-	if days == 0 {
-		days = 7
+	last := weeks[len(weeks)-1]
+	// Each figure grows from the latest earlier week that measured it and
+	// ended at least 7 days before the last (a last week of one day would
+	// scale one point of a sawtooth to a year; with -clone-every N the
+	// clone sizes are measured every N weeks only).
+	end := func(w week) int { return min(7*w.n, c.days) }
+	before := func(has func(week) bool) (week, float64, bool) {
+		for i := len(weeks) - 2; i >= 0; i-- {
+			if d := end(last) - end(weeks[i]); d >= 7 && has(weeks[i]) {
+				return weeks[i], float64(d), true
+			}
+		}
+		return week{}, 0, false
 	}
 	scale := float64(c.yearRuns) / float64(c.traces)
-	yearOf := func(now, before int64) (perDay, year float64) {
-		perDay = float64(now-before) / days
+	yearOf := func(now, then int64, days float64) (perDay, year float64) {
+		perDay = float64(now-then) / days
 		return perDay * scale, (float64(now) + perDay*(365-float64(c.days))) * scale
 	}
 	fmt.Println()
-	fmt.Printf("extrapolation to one year at %d runs a day (×%.2f the simulated load), from the growth in the last week:\n", c.yearRuns, scale)
-	if d, y := yearOf(last.gitBytes, prev.gitBytes); d >= 0 {
-		fmt.Printf("  .git of the consolidating clone: +%s a day -> %s at one year\n", size(int64(d)), size(int64(y)))
+	fmt.Printf("extrapolation to one year at %d runs a day (×%.2f the simulated load), from the growth since the latest week measured 7 days or more before the last:\n", c.yearRuns, scale)
+	if prev, days, ok := before(func(week) bool { return true }); !ok {
+		fmt.Printf("  .git of the consolidating clone: %s now (no week 7 days earlier to extrapolate from)\n", size(last.gitBytes))
+	} else if d, y := yearOf(last.gitBytes, prev.gitBytes, days); d >= 0 {
+		fmt.Printf("  .git of the consolidating clone: +%s a day (weeks %d -> %d) -> %s at one year\n", size(int64(d)), prev.n, last.n, size(int64(y)))
 	} else {
 		// A prune (Maintain) dropped what the state's snapshots no longer
-		// reach: the size is a sawtooth, and a line through one week of it
-		// says nothing about a year.
-		fmt.Printf("  .git of the consolidating clone: shrank by %s in the last week (a prune of what the state's snapshots dropped): not extrapolated; %s now\n",
-			size(prev.gitBytes-last.gitBytes), size(last.gitBytes))
+		// reach: the size is a sawtooth, and a line through it says nothing
+		// about a year.
+		fmt.Printf("  .git of the consolidating clone: shrank by %s since week %d (a prune of what the state's snapshots dropped): not extrapolated; %s now\n",
+			size(prev.gitBytes-last.gitBytes), prev.n, size(last.gitBytes))
 	}
-	if last.fullBytes > 0 && prev.fullBytes > 0 {
-		d, y := yearOf(last.fullBytes, prev.fullBytes)
-		fmt.Printf("  history a new full clone fetches: +%s a day -> %s at one year (goal ≤ 1 GiB)\n", size(int64(d)), size(int64(y)))
+	if prev, days, ok := before(func(w week) bool { return w.fullBytes > 0 }); ok && last.fullBytes > 0 {
+		d, y := yearOf(last.fullBytes, prev.fullBytes, days)
+		fmt.Printf("  history a new full clone fetches: +%s a day (weeks %d -> %d) -> %s at one year (goal ≤ 1 GiB)\n", size(int64(d)), prev.n, last.n, size(int64(y)))
+		if last.fullClone > 0 {
+			rate := float64(last.fullBytes) / last.fullClone.Seconds()
+			fmt.Printf("  full clone at one year: ~%.0f s at the %s/s this machine cloned locally in the last week\n", y/rate, size(int64(rate)))
+		}
+	} else if last.fullBytes == 0 {
+		fmt.Printf("  history a new full clone fetches: not measured in the last week (-clone-every): not extrapolated\n")
+	} else {
+		fmt.Printf("  history a new full clone fetches: %s now; no clone measured 7 days or more before it (-clone-every): not extrapolated\n", size(last.fullBytes))
 	}
 	if last.stateBytes > 0 {
 		// Not a history: the live traces and the experience, bounded by
 		// ttl_days through the snapshots; it scales with the runs a day.
 		fmt.Printf("  state ref (refs/pem/state, what pem clone and sync fetch of it at most): %s in the last week (%d commits since its snapshot), ×%.2f at %d runs a day: ~%s, flat in time once ttl_days expire traces\n",
 			size(last.stateBytes), last.stateCommits, scale, c.yearRuns, size(int64(float64(last.stateBytes)*scale)))
-	}
-	if last.fullClone > 0 && last.fullBytes > 0 {
-		rate := float64(last.fullBytes) / last.fullClone.Seconds()
-		_, y := yearOf(last.fullBytes, prev.fullBytes)
-		fmt.Printf("  full clone at one year: ~%.0f s at the %s/s this machine cloned locally in the last week\n", y/rate, size(int64(rate)))
 	}
 	if last.facts > 0 {
 		fmt.Printf("  facts-only clone (pem clone) in the last week: %.2f s, %s (depends on the live tree, not on the history)\n", last.facts.Seconds(), size(last.factsB))
