@@ -9,18 +9,20 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
 	"github.com/pemdev/pem/store/gitrepo"
 )
 
 // The summary cache lets a consolidation of a large tree skip decoding the
-// experience and facts files it will not change. It lives in the git
+// experience and facts files it will not change, and listing the trace
+// directories that did not change (store.TraceListing). It lives in the git
 // directory (never committed), maps each file's path to its size,
 // modification time and summary, and is only a cache: a file whose size or
 // mtime differs, or that changed within racyWindow of the cache's writing,
 // is read again; a missing or unreadable cache means reading everything.
 const (
 	cacheName   = "pem-consolidate.cache"
-	cacheFormat = 3 // 2: evidence keeps steps, revision and verdicts; 3: the digest
+	cacheFormat = 3 // 2: evidence keeps steps, revision and verdicts; 3: the digest (Traces, added later, is optional: gob leaves it nil in an older cache, and an older pem skips it)
 	racyWindow  = 2 * time.Second
 )
 
@@ -62,6 +64,7 @@ type cacheFile struct {
 	Format  int
 	Written int64 // unix ns, taken before the files were examined
 	Files   map[string]cachedFile
+	Traces  *store.TraceListing // the trace directories as last listed
 }
 
 type cachedFile struct {
@@ -126,18 +129,27 @@ func (c *cache) lookup(f *entryFile) bool {
 	return true
 }
 
-// save writes the cache when it missed anything or files went away.
-func (c *cache) save(files []*entryFile) {
+// traces returns the trace listing the cache holds (nil: none).
+func (c *cache) traces() *store.TraceListing {
+	if c.old == nil {
+		return nil
+	}
+	return c.old.Traces
+}
+
+// save writes the cache when it missed anything, files went away or the
+// trace listing changed.
+func (c *cache) save(files []*entryFile, traces *store.TraceListing) {
 	if !c.enabled() {
 		return
 	}
-	cf := cacheFile{Format: cacheFormat, Written: c.started, Files: make(map[string]cachedFile, len(files))}
+	cf := cacheFile{Format: cacheFormat, Written: c.started, Files: make(map[string]cachedFile, len(files)), Traces: traces}
 	for _, f := range files {
 		if f.ok && f.sum != nil {
 			cf.Files[f.rel] = cachedFile{Size: f.size, Mod: f.mod, Sum: *f.sum}
 		}
 	}
-	if c.misses == 0 && c.old != nil && len(c.old.Files) == len(cf.Files) {
+	if c.misses == 0 && c.old != nil && len(c.old.Files) == len(cf.Files) && sameListing(c.old.Traces, traces) {
 		return
 	}
 	var buf bytes.Buffer
@@ -148,4 +160,22 @@ func (c *cache) save(files []*entryFile) {
 	if os.WriteFile(tmp, buf.Bytes(), 0o644) == nil {
 		_ = os.Rename(tmp, c.path)
 	}
+}
+
+// sameListing reports whether two trace listings remember the same
+// directories with the same identities.
+func sameListing(a, b *store.TraceListing) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if len(a.Dirs) != len(b.Dirs) {
+		return false
+	}
+	for k, d := range a.Dirs {
+		e, ok := b.Dirs[k]
+		if !ok || d.Dev != e.Dev || d.Ino != e.Ino || d.Size != e.Size || d.Mtime != e.Mtime || d.Ctime != e.Ctime {
+			return false
+		}
+	}
+	return true
 }
