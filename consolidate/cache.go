@@ -1,7 +1,7 @@
 package consolidate
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/gob"
 	"os"
@@ -77,6 +77,11 @@ type cache struct {
 	started    int64
 	old        *cacheFile
 	misses     int
+	// oldFiles and sameTraces keep what save needs of old once Load has
+	// dropped it (dropFiles, dropTraces): the old summaries map and
+	// listing are megabytes that need not live through the rest of the run.
+	oldFiles   int
+	sameTraces bool
 }
 
 // openCache reads the cache of repo's tree; off, or no repository, gives a
@@ -87,11 +92,12 @@ func openCache(repo *gitrepo.Repo, off bool) *cache {
 		return c
 	}
 	c.root, c.path = repo.TreeDir(), repo.StatePath(cacheName)
-	if data, err := os.ReadFile(c.path); err == nil {
+	if f, err := os.Open(c.path); err == nil {
 		var cf cacheFile
-		if gob.NewDecoder(bytes.NewReader(data)).Decode(&cf) == nil && cf.Format == cacheFormat {
+		if gob.NewDecoder(bufio.NewReaderSize(f, 1<<16)).Decode(&cf) == nil && cf.Format == cacheFormat {
 			c.old = &cf
 		}
+		f.Close()
 	}
 	return c
 }
@@ -129,6 +135,21 @@ func (c *cache) lookup(f *entryFile) bool {
 	return true
 }
 
+// dropFiles forgets the old summaries map once every file was looked up
+// (the summaries found stay with their files).
+func (c *cache) dropFiles() {
+	if c.old != nil {
+		c.oldFiles, c.old.Files = len(c.old.Files), nil
+	}
+}
+
+// dropTraces forgets the old trace listing once next replaced it.
+func (c *cache) dropTraces(next *store.TraceListing) {
+	if c.old != nil {
+		c.sameTraces, c.old.Traces = sameListing(c.old.Traces, next), nil
+	}
+}
+
 // traces returns the trace listing the cache holds (nil: none).
 func (c *cache) traces() *store.TraceListing {
 	if c.old == nil {
@@ -149,17 +170,28 @@ func (c *cache) save(files []*entryFile, traces *store.TraceListing) {
 			cf.Files[f.rel] = cachedFile{Size: f.size, Mod: f.mod, Sum: *f.sum}
 		}
 	}
-	if c.misses == 0 && c.old != nil && len(c.old.Files) == len(cf.Files) && sameListing(c.old.Traces, traces) {
+	if c.misses == 0 && c.old != nil && c.oldFiles == len(cf.Files) && c.sameTraces {
 		return
 	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
-		return
-	}
+	// Streamed to the file: no second copy of a cache of many megabytes.
 	tmp := c.path + ".tmp"
-	if os.WriteFile(tmp, buf.Bytes(), 0o644) == nil {
-		_ = os.Rename(tmp, c.path)
+	f, err := os.Create(tmp)
+	if err != nil {
+		return
 	}
+	w := bufio.NewWriterSize(f, 1<<16)
+	err = gob.NewEncoder(w).Encode(&cf)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return
+	}
+	_ = os.Rename(tmp, c.path)
 }
 
 // sameListing reports whether two trace listings remember the same

@@ -101,6 +101,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 			miss = append(miss, f)
 		}
 	}
+	c.dropFiles()
 	if err := parallel(ctx, len(miss), func(i int) error { return read(miss[i]) }); err != nil {
 		return in, err
 	}
@@ -126,8 +127,10 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 	var listing *store.TraceListing
 	if ls, ok := st.(*store.Store); ok && c.enabled() {
 		in.Refs, listing, err = ls.TraceRefsListing(ctx, c.traces())
+		c.dropTraces(listing)
 	} else {
 		in.Refs, err = st.TraceRefs(ctx, "")
+		c.dropTraces(nil)
 	}
 	if err != nil {
 		return in, fmt.Errorf("listing traces: %w", err)

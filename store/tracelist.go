@@ -34,11 +34,41 @@ type TraceListing struct {
 }
 
 // ListedDir is one directory's listing: the valid day names (a domain) or
-// trace ids (a day), and the directory's identity when it was listed.
+// trace ids (a day), each followed by a newline, and the directory's
+// identity when it was listed. (One string per directory, not one per
+// name: 100,000 trace ids cost one allocation per day to keep and decode,
+// and the refs share its bytes.)
 type ListedDir struct {
 	Dev, Ino           uint64
 	Size, Mtime, Ctime int64
-	Names              []string
+	Names              string
+}
+
+func joinNames(ns []string) string {
+	n := 0
+	for _, s := range ns {
+		n += len(s) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, s := range ns {
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func splitNames(s string) []string {
+	out := make([]string, 0, strings.Count(s, "\n"))
+	for s != "" {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			break
+		}
+		out = append(out, s[:i])
+		s = s[i+1:]
+	}
+	return out
 }
 
 func (d ListedDir) id() fileID {
@@ -69,7 +99,7 @@ func (s *Store) TraceRefsListing(ctx context.Context, prev *TraceListing) ([]eng
 			id = idOf(fi)
 			if d, ok := old[dir]; ok && id.unique() && sameDir(d.id(), id) {
 				next.Dirs[dir] = d
-				return d.Names, nil
+				return splitNames(d.Names), nil
 			}
 		}
 		ns, clean, err := list()
@@ -77,7 +107,7 @@ func (s *Store) TraceRefsListing(ctx context.Context, prev *TraceListing) ([]eng
 			return nil, err
 		}
 		if clean && fi != nil && fi.IsDir() && id.unique() && trusted(fi, start) {
-			next.Dirs[dir] = ListedDir{Dev: id.dev, Ino: id.ino, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, Names: ns}
+			next.Dirs[dir] = ListedDir{Dev: id.dev, Ino: id.ino, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, Names: joinNames(ns)}
 		}
 		return ns, nil
 	}

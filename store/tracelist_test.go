@@ -103,7 +103,7 @@ func TestTraceRefsListing(t *testing.T) {
 	}
 	day := "traces/a.example/2025-06-01"
 	d := planted.Dirs[day]
-	d.Names = append(slices.Clone(d.Names), "01JX1111111111111111111111")
+	d.Names += "01JX1111111111111111111111\n"
 	planted.Dirs[day] = d
 	fresh, _ := store.Open(dir, nil)
 	got, _, err := fresh.TraceRefsListing(ctx, planted)
