@@ -282,6 +282,7 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 	if opts.NoCommit {
 		return nil
 	}
+	start := time.Now()
 	hashes, err := series.Commit(ctx, opts.Signature)
 	res.addState(series.State)
 	if err != nil {
@@ -293,6 +294,8 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 			log.Info("committed", "commit", h)
 		}
 	}
+	// The commit step alone (make bench-scale compares it with git add -A && git commit).
+	log.Info("commit step", "commits", len(res.Commits), "state", res.State != "", "took", time.Since(start))
 	if len(res.Commits) > 0 || res.State != "" {
 		res.Maintenance = Maintain(ctx, st, repo, log, plan)
 	}

@@ -31,8 +31,9 @@ type LoadOptions struct {
 }
 
 // Load reads what Plan needs from st at time opts.Now, and no more:
-//   - every trace ref (directory names only), and the traces no experience
-//     has folded yet — only those are decoded;
+//   - every trace ref (directory names only; with the cache, only the
+//     directories changed since it was written are listed again), and the
+//     traces no experience has folded yet — only those are decoded;
 //   - in full, the experience and facts of the entries a plan can change:
 //     those with new traces, and those whose status moves at opts.Now;
 //   - for every other entry only a summary (folded ids and evidence, status),
@@ -100,6 +101,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 			miss = append(miss, f)
 		}
 	}
+	c.dropFiles()
 	if err := parallel(ctx, len(miss), func(i int) error { return read(miss[i]) }); err != nil {
 		return in, err
 	}
@@ -120,7 +122,16 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 		byKey[f.key] = pair
 	}
 
-	in.Refs, err = st.TraceRefs(ctx, "")
+	// Every trace name; with the cache, the directories unchanged since
+	// the last run are not listed again (store.TraceListing).
+	var listing *store.TraceListing
+	if ls, ok := st.(*store.Store); ok && c.enabled() {
+		in.Refs, listing, err = ls.TraceRefsListing(ctx, c.traces())
+		c.dropTraces(listing)
+	} else {
+		in.Refs, err = st.TraceRefs(ctx, "")
+		c.dropTraces(nil)
+	}
 	if err != nil {
 		return in, fmt.Errorf("listing traces: %w", err)
 	}
@@ -242,7 +253,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 			in.Facts[k] = f.full.(*engine.Facts)
 		}
 	}
-	c.save(files)
+	c.save(files, listing)
 	// Links the listings met are reported, never silently skipped.
 	if l, ok := st.(interface{ SkippedLinks() []string }); ok {
 		in.Warnings = append(in.Warnings, l.SkippedLinks()...)

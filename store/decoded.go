@@ -34,11 +34,13 @@ import (
 // the identity is old enough to show any later change (racyWindow), so a
 // rename (a new inode), an edit in place (mtime, ctime, size) or a
 // checkout is seen; the decoded value is checked again for its format,
-// domain and key. It is written only by the query path (ExperienceShared;
-// Experience, a writer's copy, reads it but never writes it: a
-// consolidation or deep-learn reads every entry and rewrites many), after a
-// YAML decode that succeeded and is trusted, as a whole file renamed into
-// place (no fsync: losing it costs one YAML decode). A missing, stale or unreadable cache file is
+// domain and key. The query path writes it (ExperienceShared; Experience,
+// a writer's copy, reads it but never writes it: a consolidation or
+// deep-learn reads every entry and rewrites many), after a YAML decode that
+// succeeded and is trusted, as a whole file renamed into place (no fsync:
+// losing it costs one YAML decode). PutRecords writes it too, for the
+// experience it just wrote, keyed by the YAML bytes' SHA-256 instead of
+// the file's identity (decodedwrite.go). A missing, stale or unreadable cache file is
 // rebuilt by the next read; one for an entry that is gone stays until
 // .pem-cache is removed (it is never read: no YAML file has its identity).
 const (
@@ -109,7 +111,9 @@ func (s *Store) readDecoded(rel, kind string, id fileID) (any, bool) {
 	}
 	body, ok := bytes.CutPrefix(data, []byte(decodedHead(id)))
 	if !ok {
-		return nil, false
+		if body, ok = s.verifiedBody(rel, kind, data); !ok {
+			return nil, false
+		}
 	}
 	v := mk()
 	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(v); err != nil {

@@ -361,6 +361,7 @@ type fileWrite struct {
 	max       int64
 	dir       *batchDir
 	tmp       string // base name of the fsynced temporary file, "" if unchanged
+	placed    bool   // renamed into place by this batch (it was not unchanged)
 }
 
 // batchDir is one directory of a batch, opened once as its own root so
@@ -602,7 +603,7 @@ func (s *Store) writeGroups(ctx context.Context, groups [][]*fileWrite, placed f
 			if err := w.dir.root.Rename(w.tmp, w.name); err != nil {
 				return fmt.Errorf("renaming %s into place: %w", w.rel, err)
 			}
-			w.tmp = ""
+			w.tmp, w.placed = "", true
 			if !synced[w.dir] {
 				synced[w.dir] = true
 				toSync = append(toSync, w.dir)

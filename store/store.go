@@ -641,6 +641,7 @@ func (s *Store) PutRecords(ctx context.Context, facts []*engine.Facts, experienc
 	if err != nil {
 		return nil, fmt.Errorf("saving records: %w", err)
 	}
+	s.cacheWritten(writes[len(facts):], experience)
 	out := make([]string, len(writes))
 	for i, w := range writes {
 		out[i] = w.rel

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -119,5 +121,31 @@ func TestServeRefusesMissingDeepLearnAndBadSpecs(t *testing.T) {
 	code := run(t.Context(), []string{"pem", "--knowledge", dir, "serve", "--deep-learn", "@daily"}, strings.NewReader(""), new(strings.Builder), &stderr)
 	if code == 0 || !strings.Contains(stderr.String(), "no deep-learn job") {
 		t.Fatalf("serve --deep-learn without a job: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestConsolidateLimitsMemory: pem consolidate sets the Go heap's soft
+// limit, unless GOMEMLIMIT chose one.
+func TestConsolidateLimitsMemory(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	dir := filepath.Join(t.TempDir(), "k")
+	if code, _, errOut := runPem(t, "init", dir); code != 0 {
+		t.Fatalf("init: %d %s", code, errOut)
+	}
+	for _, env := range []string{"", "1GiB"} {
+		debug.SetMemoryLimit(math.MaxInt64)
+		if env != "" {
+			t.Setenv("GOMEMLIMIT", env)
+		}
+		if code, _, errOut := runPem(t, "--knowledge", dir, "consolidate"); code != 0 {
+			t.Fatalf("consolidate: %d %s", code, errOut)
+		}
+		want := int64(consolidateMemoryLimit)
+		if env != "" {
+			want = math.MaxInt64 // left alone
+		}
+		if got := debug.SetMemoryLimit(-1); got != want {
+			t.Fatalf("GOMEMLIMIT=%q: the memory limit is %d, want %d", env, got, want)
+		}
 	}
 }

@@ -1,0 +1,191 @@
+package store
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/pemdev/pem/engine"
+)
+
+// A listing of every trace, remembered between processes.
+//
+// A consolidation needs the name of every trace (to find the unfolded
+// ones, and those past ttl_days), and listing 100,000 names in ~30,000 day
+// directories cost it ~1.7 s of CPU (docs/performance.md,
+// "Consolidation"). Between two runs almost every day directory is
+// unchanged, and a directory that gains or loses a name gets a new mtime and
+// ctime. So TraceRefsListing keeps each domain's and each day's names with
+// the directory's identity (device, inode, size, mtime, ctime: the caches'
+// fileID), and the next call reuses the names of a directory whose lstat
+// shows that very identity instead of listing it again. Like every cache
+// here it believes only an identity older than racyWindow at the time it
+// was listed (a change within the file system's clock tick could keep it),
+// and only clean listings: a directory holding a link or a name that is
+// not a valid domain, day or trace file is listed every time, so that what
+// the listing reports (SkippedLinks) is the same as TraceRefs'.
+
+// TraceListing is what TraceRefsListing remembers; a caller keeps it (as
+// gob) and hands it back at the next call. The zero value remembers nothing.
+type TraceListing struct {
+	Dirs map[string]ListedDir // "traces/<domain>" and "traces/<domain>/<day>"
+}
+
+// ListedDir is one directory's listing: the valid day names (a domain) or
+// trace ids (a day), each followed by a newline, and the directory's
+// identity when it was listed. (One string per directory, not one per
+// name: 100,000 trace ids cost one allocation per day to keep and decode,
+// and the refs share its bytes.)
+type ListedDir struct {
+	Dev, Ino           uint64
+	Size, Mtime, Ctime int64
+	Names              string
+}
+
+func joinNames(ns []string) string {
+	n := 0
+	for _, s := range ns {
+		n += len(s) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, s := range ns {
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func splitNames(s string) []string {
+	out := make([]string, 0, strings.Count(s, "\n"))
+	for s != "" {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			break
+		}
+		out = append(out, s[:i])
+		s = s[i+1:]
+	}
+	return out
+}
+
+func (d ListedDir) id() fileID {
+	return fileID{dev: d.Dev, ino: d.Ino, size: d.Size, mtime: d.Mtime, ctime: d.Ctime, mode: fs.ModeDir | 0o755}
+}
+
+func sameDir(a, b fileID) bool {
+	return a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime
+}
+
+// TraceRefsListing lists every trace as TraceRefs(ctx, "") does (the same
+// refs in the same order), reusing from prev (nil: nothing) the names of
+// the directories that did not change; it returns the listing to keep for
+// the next call.
+func (s *Store) TraceRefsListing(ctx context.Context, prev *TraceListing) ([]engine.TraceRef, *TraceListing, error) {
+	start := s.now()
+	next := &TraceListing{Dirs: map[string]ListedDir{}}
+	var old map[string]ListedDir
+	if prev != nil {
+		old = prev.Dirs
+	}
+	// names returns the valid names in dir (a directory found in a listing
+	// of its parent), from old when its identity is unchanged.
+	names := func(dir string, list func() ([]string, bool, error)) ([]string, error) {
+		fi, err := os.Lstat(s.abs(dir))
+		var id fileID
+		if err == nil && fi.IsDir() {
+			id = idOf(fi)
+			if d, ok := old[dir]; ok && id.unique() && sameDir(d.id(), id) {
+				next.Dirs[dir] = d
+				return splitNames(d.Names), nil
+			}
+		}
+		ns, clean, err := list()
+		if err != nil {
+			return nil, err
+		}
+		if clean && fi != nil && fi.IsDir() && id.unique() && trusted(fi, start) {
+			next.Dirs[dir] = ListedDir{Dev: id.dev, Ino: id.ino, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, Names: joinNames(ns)}
+		}
+		return ns, nil
+	}
+	domains, err := s.subdirs(ctx, tracesDir, checkDomain)
+	if err != nil {
+		return nil, nil, err
+	}
+	var refs []engine.TraceRef
+	for _, d := range domains {
+		ddir := tracesDir + "/" + d
+		days, err := names(ddir, func() ([]string, bool, error) {
+			ents, err := s.listDirIn(ctx, ddir, false)
+			if err != nil {
+				return nil, false, err
+			}
+			var out []string
+			clean := true
+			for _, e := range ents {
+				if e.typ&fs.ModeSymlink != 0 {
+					s.noteLink(ddir + "/" + e.name)
+				}
+				if e.typ.IsDir() && checkDay(e.name) == nil {
+					out = append(out, e.name)
+				} else {
+					clean = false
+				}
+			}
+			return out, clean, nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, day := range days {
+			dir := ddir + "/" + day
+			ids, err := names(dir, func() ([]string, bool, error) {
+				ents, err := s.listDirIn(ctx, dir, false)
+				if err != nil {
+					return nil, false, err
+				}
+				var out []string
+				clean := true
+				for _, e := range ents {
+					if e.typ&fs.ModeSymlink != 0 {
+						s.noteLink(dir + "/" + e.name)
+					}
+					id, ok := strings.CutSuffix(e.name, yamlExt)
+					if ok && e.typ.IsRegular() && checkTraceID(id) == nil {
+						out = append(out, id)
+					} else {
+						clean = false
+					}
+				}
+				return out, clean, nil
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, id := range ids {
+				refs = append(refs, engine.TraceRef{Domain: d, Day: day, ID: id})
+			}
+		}
+	}
+	sortRefs(refs)
+	return refs, next, nil
+}
+
+// sortRefs is TraceRefs' order: by id (time-sortable), then domain, then
+// day. (TraceRefs lists the same way; TestTraceRefsListing holds the two
+// equal.)
+func sortRefs(refs []engine.TraceRef) {
+	sort.Slice(refs, func(i, j int) bool {
+		a, b := refs[i], refs[j]
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		if a.Domain != b.Domain {
+			return a.Domain < b.Domain
+		}
+		return a.Day < b.Day
+	})
+}

@@ -1,0 +1,135 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/store"
+	"github.com/pemdev/pem/store/storetest"
+)
+
+// TestTraceRefsListing: the listing gives what TraceRefs gives; it reuses
+// the names of a directory whose identity did not change (shown by
+// planting a name in the remembered listing), lists again every directory
+// that gained or lost a trace, a day or a domain, and never remembers a
+// directory holding a link or a foreign name, so those are reported at
+// every call.
+func TestTraceRefsListing(t *testing.T) {
+	ctx := context.Background()
+	dir := initTree(t)
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	put := func(domain string, at time.Time, seed int64) engine.TraceRef {
+		t.Helper()
+		tr := storetest.NewTrace(domain, "find the price", at, seed)
+		if _, err := s.PutTrace(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+		return engine.TraceRef{Domain: tr.Domain, Day: tr.StartedAt.UTC().Format("2006-01-02"), ID: tr.ID}
+	}
+	var gone engine.TraceRef
+	for i, d := range []string{"a.example", "b.example"} {
+		for day := range 3 {
+			for j := range 2 {
+				r := put(d, base.Add(time.Duration(day)*24*time.Hour+time.Duration(j)*time.Minute), int64(100*i+10*day+j))
+				if d == "b.example" && day == 1 && j == 0 {
+					gone = r
+				}
+			}
+		}
+	}
+	// A day holding a link and a foreign name.
+	odd := filepath.Join(dir, "traces", "a.example", "2025-06-02")
+	if err := os.Symlink(filepath.Join(dir, "pem.yaml"), filepath.Join(odd, "01JX0000000000000000000000.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(odd, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2100 * time.Millisecond) // past the racy window: the directories may be remembered
+
+	check := func(what string, prev *store.TraceListing) *store.TraceListing {
+		t.Helper()
+		fresh, err := store.Open(dir, nil) // no listing cached in memory
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fresh.Close()
+		got, next, err := fresh.TraceRefsListing(ctx, prev)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		links := fresh.SkippedLinks()
+		other, err := store.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		want, err := other.TraceRefs(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: the listing gives\n%v\nTraceRefs gives\n%v", what, got, want)
+		}
+		if wantLinks := other.SkippedLinks(); !reflect.DeepEqual(links, wantLinks) || len(links) != 1 {
+			t.Fatalf("%s: links reported %v, TraceRefs reports %v (want the one link)", what, links, wantLinks)
+		}
+		if _, ok := next.Dirs["traces/a.example/2025-06-02"]; ok {
+			t.Fatalf("%s: a day holding a link and a foreign name was remembered", what)
+		}
+		return next
+	}
+	l1 := check("first listing", nil)
+	if n := len(l1.Dirs); n != 2+5 {
+		t.Fatalf("remembered %d directories, want 2 domains and 5 clean days: %v", n, l1.Dirs)
+	}
+
+	// The remembered names are used: a name planted in an unchanged day's
+	// listing comes back.
+	planted := &store.TraceListing{Dirs: map[string]store.ListedDir{}}
+	for k, v := range l1.Dirs {
+		planted.Dirs[k] = v
+	}
+	day := "traces/a.example/2025-06-01"
+	d := planted.Dirs[day]
+	d.Names += "01JX1111111111111111111111\n"
+	planted.Dirs[day] = d
+	fresh, _ := store.Open(dir, nil)
+	got, _, err := fresh.TraceRefsListing(ctx, planted)
+	fresh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(got, func(r engine.TraceRef) bool { return r.ID == "01JX1111111111111111111111" }) {
+		t.Fatalf("an unchanged day was listed again instead of reusing its names")
+	}
+
+	// Changes: a trace more in a day, one deleted, a new day, a new domain.
+	put("a.example", base.Add(30*time.Minute), 900)
+	if err := s.DeleteTrace(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	put("b.example", base.Add(5*24*time.Hour), 901)
+	put("c.example", base, 902)
+	l2 := check("after changes", l1)
+	for _, k := range []string{"traces/a.example/2025-06-01", "traces/b.example/2025-06-02", "traces/b.example"} {
+		if _, ok := l2.Dirs[k]; ok {
+			t.Fatalf("%s changed just now (within the racy window) and was remembered", k)
+		}
+	}
+	if _, ok := l2.Dirs["traces/a.example/2025-06-03"]; !ok {
+		t.Fatalf("an unchanged day was not carried over: %v", l2.Dirs)
+	}
+	check("again", l2)
+}
