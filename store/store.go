@@ -424,20 +424,37 @@ func (s *Store) TraceRefs(ctx context.Context, domain string) ([]engine.TraceRef
 // dayRefs appends the traces of traces/<d>/<day> to refs (checkParents as
 // for listDirIn).
 func (s *Store) dayRefs(ctx context.Context, d, day string, checkParents bool, refs []engine.TraceRef) ([]engine.TraceRef, error) {
-	ents, err := s.listDirIn(ctx, tracesDir+"/"+d+"/"+day, checkParents)
+	_, err := s.traceIDsIn(ctx, tracesDir+"/"+d+"/"+day, checkParents, func(id string) {
+		refs = append(refs, engine.TraceRef{Domain: d, Day: day, ID: id})
+	})
 	if err != nil {
 		return nil, err
 	}
+	return refs, nil
+}
+
+// traceIDsIn calls add with the id of each trace file in dir (a day
+// directory), noting the links it finds (checkParents as for listDirIn). It
+// reports whether dir holds nothing else (no link, no foreign name): only
+// such a listing may be remembered (TraceRefsListing).
+func (s *Store) traceIDsIn(ctx context.Context, dir string, checkParents bool, add func(id string)) (clean bool, err error) {
+	ents, err := s.listDirIn(ctx, dir, checkParents)
+	if err != nil {
+		return false, err
+	}
+	clean = true
 	for _, e := range ents {
 		if e.typ&fs.ModeSymlink != 0 {
-			s.noteLink(tracesDir + "/" + d + "/" + day + "/" + e.name)
+			s.noteLink(dir + "/" + e.name)
 		}
 		id, ok := strings.CutSuffix(e.name, yamlExt)
 		if ok && e.typ.IsRegular() && checkTraceID(id) == nil {
-			refs = append(refs, engine.TraceRef{Domain: d, Day: day, ID: id})
+			add(id)
+		} else {
+			clean = false
 		}
 	}
-	return refs, nil
+	return clean, nil
 }
 
 // sortTraceRefs sorts refs in TraceRefs' order: by id, then domain, then day.
@@ -773,20 +790,31 @@ func (s *Store) subdirs(ctx context.Context, dir string, valid func(string) erro
 }
 
 func (s *Store) subdirsIn(ctx context.Context, dir string, valid func(string) error, checkParents bool) ([]string, error) {
+	out, _, err := s.subdirsClean(ctx, dir, valid, checkParents)
+	return out, err
+}
+
+// subdirsClean is subdirsIn, and reports whether dir holds nothing but
+// valid directories (no link, no foreign name): only such a listing may be
+// remembered (TraceRefsListing).
+func (s *Store) subdirsClean(ctx context.Context, dir string, valid func(string) error, checkParents bool) ([]string, bool, error) {
 	ents, err := s.listDirIn(ctx, dir, checkParents)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []string
+	clean := true
 	for _, e := range ents {
 		if e.typ&fs.ModeSymlink != 0 {
 			s.noteLink(dir + "/" + e.name)
 		}
 		if e.typ.IsDir() && valid(e.name) == nil {
 			out = append(out, e.name)
+		} else {
+			clean = false
 		}
 	}
-	return out, nil
+	return out, clean, nil
 }
 
 // Lock takes the tree's writer lock: an exclusive flock on .pem.lock in the

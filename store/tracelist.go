@@ -4,7 +4,6 @@ import (
 	"context"
 	"io/fs"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/pemdev/pem/engine"
@@ -119,23 +118,7 @@ func (s *Store) TraceRefsListing(ctx context.Context, prev *TraceListing) ([]eng
 	for _, d := range domains {
 		ddir := tracesDir + "/" + d
 		days, err := names(ddir, func() ([]string, bool, error) {
-			ents, err := s.listDirIn(ctx, ddir, false)
-			if err != nil {
-				return nil, false, err
-			}
-			var out []string
-			clean := true
-			for _, e := range ents {
-				if e.typ&fs.ModeSymlink != 0 {
-					s.noteLink(ddir + "/" + e.name)
-				}
-				if e.typ.IsDir() && checkDay(e.name) == nil {
-					out = append(out, e.name)
-				} else {
-					clean = false
-				}
-			}
-			return out, clean, nil
+			return s.subdirsClean(ctx, ddir, checkDay, false)
 		})
 		if err != nil {
 			return nil, nil, err
@@ -143,24 +126,9 @@ func (s *Store) TraceRefsListing(ctx context.Context, prev *TraceListing) ([]eng
 		for _, day := range days {
 			dir := ddir + "/" + day
 			ids, err := names(dir, func() ([]string, bool, error) {
-				ents, err := s.listDirIn(ctx, dir, false)
-				if err != nil {
-					return nil, false, err
-				}
 				var out []string
-				clean := true
-				for _, e := range ents {
-					if e.typ&fs.ModeSymlink != 0 {
-						s.noteLink(dir + "/" + e.name)
-					}
-					id, ok := strings.CutSuffix(e.name, yamlExt)
-					if ok && e.typ.IsRegular() && checkTraceID(id) == nil {
-						out = append(out, id)
-					} else {
-						clean = false
-					}
-				}
-				return out, clean, nil
+				clean, err := s.traceIDsIn(ctx, dir, false, func(id string) { out = append(out, id) })
+				return out, clean, err
 			})
 			if err != nil {
 				return nil, nil, err
@@ -170,22 +138,6 @@ func (s *Store) TraceRefsListing(ctx context.Context, prev *TraceListing) ([]eng
 			}
 		}
 	}
-	sortRefs(refs)
+	sortTraceRefs(refs)
 	return refs, next, nil
-}
-
-// sortRefs is TraceRefs' order: by id (time-sortable), then domain, then
-// day. (TraceRefs lists the same way; TestTraceRefsListing holds the two
-// equal.)
-func sortRefs(refs []engine.TraceRef) {
-	sort.Slice(refs, func(i, j int) bool {
-		a, b := refs[i], refs[j]
-		if a.ID != b.ID {
-			return a.ID < b.ID
-		}
-		if a.Domain != b.Domain {
-			return a.Domain < b.Domain
-		}
-		return a.Day < b.Day
-	})
 }
