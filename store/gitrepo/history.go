@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -697,17 +696,12 @@ func (h *History) cachedLog(ctx context.Context, cur plumbing.Hash, paths, roots
 				r.info = &ci
 				h.logs.dirty = true
 			}
-			ci := *r.info
-			ci.Parents = slices.Clone(ci.Parents)
-			out = append(out, LogEntry{CommitInfo: ci, Changes: changes})
+			out = append(out, r.entry(changes))
 			if limit > 0 && len(out) >= limit {
 				break
 			}
 		}
-		cur = plumbing.ZeroHash
-		if len(r.parents) > 0 {
-			cur = r.parents[0]
-		}
+		cur = r.firstParent()
 	}
 	return out, nil
 }

@@ -106,6 +106,22 @@ type logRec struct {
 	selected []FileChange // the state's walk without the cache: the changes below its paths
 }
 
+// entry is the log entry of r's commit (r.info set) listing changes. Its
+// Parents are a copy: r may be the log cache's, which outlives the entry.
+func (r *logRec) entry(changes []FileChange) LogEntry {
+	ci := *r.info
+	ci.Parents = slices.Clone(ci.Parents)
+	return LogEntry{CommitInfo: ci, Changes: changes}
+}
+
+// firstParent is the commit a walk goes to after r's (zero: none).
+func (r *logRec) firstParent() plumbing.Hash {
+	if len(r.parents) > 0 {
+		return r.parents[0]
+	}
+	return plumbing.ZeroHash
+}
+
 // lookup returns the record of k when the walk uses the cache (c is nil otherwise).
 func (c *logCache) lookup(k logKey, use bool) (*logRec, bool) {
 	if !use || c == nil {

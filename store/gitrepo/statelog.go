@@ -49,16 +49,12 @@ func (h *History) StateLog(ctx context.Context, paths []string, limit int) ([]Lo
 			changes = r.selectPaths(paths)
 		}
 		if len(changes) > 0 {
-			ci := *r.info
-			out = append(out, LogEntry{CommitInfo: ci, Changes: changes})
+			out = append(out, r.entry(changes))
 			if limit > 0 && len(out) >= limit {
 				break
 			}
 		}
-		cur = plumbing.ZeroHash
-		if len(r.parents) > 0 {
-			cur = r.parents[0]
-		}
+		cur = r.firstParent()
 	}
 	return out, nil
 }
