@@ -86,8 +86,9 @@ var logCachePaths = [][]string{
 	{"pem.yaml", "facts/d1.example/k.yaml"},
 }
 
-// logAll runs Log for every path set on a new handle (a new cache read).
-func logAll(t *testing.T, tree string) [][]LogEntry {
+// logsOf opens a new handle on tree (a new cache read) and lists, with
+// walk, the entries of every path set in paths.
+func logsOf(t *testing.T, tree string, paths [][]string, walk func(h *History, ps []string) ([]LogEntry, error)) [][]LogEntry {
 	t.Helper()
 	h, err := OpenHistory(tree)
 	if err != nil {
@@ -95,8 +96,8 @@ func logAll(t *testing.T, tree string) [][]LogEntry {
 	}
 	defer h.Close()
 	var out [][]LogEntry
-	for _, ps := range logCachePaths {
-		es, err := h.Log(context.Background(), ps, 0)
+	for _, ps := range paths {
+		es, err := walk(h, ps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,28 +106,25 @@ func logAll(t *testing.T, tree string) [][]LogEntry {
 	return out
 }
 
+// logAll runs Log for every path set on a new handle (a new cache read).
+func logAll(t *testing.T, tree string) [][]LogEntry {
+	t.Helper()
+	return logsOf(t, tree, logCachePaths, func(h *History, ps []string) ([]LogEntry, error) {
+		return h.Log(context.Background(), ps, 0)
+	})
+}
+
 // uncachedLog is the same walk with the cache bypassed (the original walk, as
 // for a path outside facts/ and experience/).
 func uncachedLog(t *testing.T, tree string) [][]LogEntry {
 	t.Helper()
-	h, err := OpenHistory(tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	var out [][]LogEntry
-	for _, ps := range logCachePaths {
+	return logsOf(t, tree, logCachePaths, func(h *History, ps []string) ([]LogEntry, error) {
 		head, err := h.repo.Head()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		es, err := h.walkLog(context.Background(), head.Hash(), ps, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, es)
-	}
-	return out
+		return h.walkLog(context.Background(), head.Hash(), ps, 0)
+	})
 }
 
 func sameLogs(t *testing.T, stage string, got, want [][]LogEntry) {
@@ -413,20 +411,9 @@ func TestStateLogCache(t *testing.T) {
 		t.Helper()
 		logCacheOff = off
 		defer func() { logCacheOff = false }()
-		h, err := OpenHistory(tree)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
-		var out [][]LogEntry
-		for _, ps := range paths {
-			es, err := h.StateLog(context.Background(), ps, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, es)
-		}
-		return out
+		return logsOf(t, tree, paths, func(h *History, ps []string) ([]LogEntry, error) {
+			return h.StateLog(context.Background(), ps, 0)
+		})
 	}
 	same := func(stage string, wantN int) {
 		t.Helper()
