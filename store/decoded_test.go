@@ -28,6 +28,40 @@ func experienceWith(intent string, n int) *engine.Experience {
 	return x
 }
 
+// yamlExperience is the YAML decode of the experience file at path: what a
+// read of it must equal.
+func yamlExperience(t *testing.T, path string) *engine.Experience {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := new(engine.Experience)
+	if err := store.Unmarshal(data, v, store.KindExperience); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// editInPlace rewrites the file at path in place (the same inode, as an
+// editor does) with its first from replaced by to; it returns the bytes
+// before the edit.
+func editInPlace(t *testing.T, path, from, to string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), from, to, 1)
+	if edited == string(data) {
+		t.Fatalf("test setup: no %q to edit in %s", from, path)
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func decodedFile(dir, domain, key string) string {
 	return filepath.Join(dir, ".pem-cache", "decoded", filepath.FromSlash(store.ExperiencePath(domain, key))+".gob")
 }
@@ -58,15 +92,7 @@ func TestDecodedCache(t *testing.T) {
 	}
 	want := func() *engine.Experience {
 		t.Helper()
-		data, err := os.ReadFile(yamlPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := new(engine.Experience)
-		if err := store.Unmarshal(data, v, store.KindExperience); err != nil {
-			t.Fatal(err)
-		}
-		return v
+		return yamlExperience(t, yamlPath)
 	}
 
 	// Just written: too recent to trust, so no cache file yet.
@@ -124,17 +150,7 @@ func TestDecodedCache(t *testing.T) {
 		t.Fatalf("after another process replaced the file: %d evidence items, want %d", len(got.Evidence), len(x2.Evidence))
 	}
 	// An edit in place (same inode, an editor): seen.
-	data, err := os.ReadFile(yamlPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edited := strings.Replace(string(data), "intent: find the price", "intent: find the price now", 1)
-	if edited == string(data) {
-		t.Fatal("test setup: no intent line to edit")
-	}
-	if err := os.WriteFile(yamlPath, []byte(edited), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editInPlace(t, yamlPath, "intent: find the price", "intent: find the price now")
 	if got := read("after an edit in place"); got.Intent != "find the price now" {
 		t.Fatalf("an edit in place was not seen: intent %q", got.Intent)
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,15 +40,7 @@ func TestPutRecordsDecodedCache(t *testing.T) {
 	}
 	want := func() *engine.Experience {
 		t.Helper()
-		data, err := os.ReadFile(yamlPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := new(engine.Experience)
-		if err := store.Unmarshal(data, v, store.KindExperience); err != nil {
-			t.Fatal(err)
-		}
-		return v
+		return yamlExperience(t, yamlPath)
 	}
 	read := func(what string) *engine.Experience {
 		t.Helper()
@@ -80,17 +71,7 @@ func TestPutRecordsDecodedCache(t *testing.T) {
 	}
 
 	// Other bytes in the file, written in place: the YAML decides.
-	data, err := os.ReadFile(yamlPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edited := strings.Replace(string(data), "intent: find the price", "intent: find the pricE", 1)
-	if edited == string(data) {
-		t.Fatal("test setup: no intent line to edit")
-	}
-	if err := os.WriteFile(yamlPath, []byte(edited), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	data := editInPlace(t, yamlPath, "intent: find the price", "intent: find the pricE")
 	if got := read("after an edit in place"); got.Intent != "find the pricE" || len(got.Evidence) != len(x.Evidence) {
 		t.Fatalf("an edit in place of the same size was not seen: intent %q, %d evidence items", got.Intent, len(got.Evidence))
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/pemdev/pem/engine"
@@ -45,15 +44,7 @@ func TestSummaryCache(t *testing.T) {
 	}
 	want := func(p engine.Policy) string {
 		t.Helper()
-		data, err := os.ReadFile(yamlPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := new(engine.Experience)
-		if err := store.Unmarshal(data, v, store.KindExperience); err != nil {
-			t.Fatal(err)
-		}
-		return js(engine.Summarize(v, p))
+		return js(engine.Summarize(yamlExperience(t, yamlPath), p))
 	}
 	if _, err := s0.ExperienceSummary(ctx, "example.com", key, p); err != nil {
 		t.Fatal(err)
@@ -111,13 +102,8 @@ func TestSummaryCache(t *testing.T) {
 	}
 	// An edit in place of the same size, its mtime put back.
 	fi, _ := os.Stat(yamlPath)
-	data, _ := os.ReadFile(yamlPath)
 	old := want(p)
-	edited := strings.Replace(string(data), "outcome: success", "outcome: failure", 1)
-	if edited == string(data) {
-		t.Fatal("test setup: nothing to edit")
-	}
-	os.WriteFile(yamlPath, []byte(edited), 0o644)
+	editInPlace(t, yamlPath, "outcome: success", "outcome: failure")
 	os.Chtimes(yamlPath, fi.ModTime(), fi.ModTime())
 	if want(p) == old {
 		t.Fatal("test setup: the edit does not change the summary")
