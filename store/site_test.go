@@ -27,15 +27,8 @@ func note(sel string, intents ...string) engine.SiteNote {
 // pem log and joined by the merge driver.
 func TestSiteEntry(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := store.Init(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTree(t)
+	dir := st.Root()
 	if _, err := st.Site(ctx, "github.com"); !errors.Is(err, engine.ErrNotFound) {
 		t.Fatalf("missing site: %v", err)
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/pemdev/pem/store/storetest"
 )
 
-// newTree initializes a tree in a temporary directory and opens it. At the
-// end of the test the whole tree must pass Check (bbolt-style).
-func newTree(t testing.TB) *store.Store {
+// openTree initializes a tree in a temporary directory and opens it; the
+// store is closed when the test ends.
+func openTree(t testing.TB) *store.Store {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "knowledge")
 	if _, err := store.Init(context.Background(), dir); err != nil {
@@ -26,11 +26,19 @@ func newTree(t testing.TB) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// newTree is openTree, and at the end of the test the whole tree must pass
+// Check (bbolt-style).
+func newTree(t testing.TB) *store.Store {
+	t.Helper()
+	s := openTree(t)
+	t.Cleanup(func() { // before the close: cleanups run last first
 		for _, err := range s.Check(context.Background()) {
 			t.Errorf("Check after the test: %v", err)
 		}
-		s.Close()
 	})
 	return s
 }

@@ -28,18 +28,11 @@ func TestKeptAnswersSeeEveryChange(t *testing.T) {
 		t.Skip("the change watch is inotify: Linux only (elsewhere Generation says no and nothing is kept)")
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := store.Init(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
+	st := openTree(t)
+	dir := st.Root()
 	const url, intent, domain = "https://example.com/pemdev/pem/issues", "count open issues", "example.com"
 	key := engine.IntentKey(intent)
 	now := time.Now().UTC()
-	st, err := store.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	for _, d := range []string{domain, "other.org"} {
 		f := &engine.Facts{Format: 1, Domain: d, Intent: intent, IntentKey: key, Status: engine.Verified,
 			URLPatterns: []string{"/*/*/issues"}, Steps: []engine.Step{{Seq: 1, Action: "get_text", Selector: "#issues-count"}},
@@ -181,15 +174,8 @@ func TestKeptAnswersSeeEveryChange(t *testing.T) {
 // the watch does, with all the runs counted.
 func TestKeptAnswersConcurrent(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := store.Init(ctx, dir); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTree(t)
+	dir := st.Root()
 	const url, intent = "https://example.com/pemdev/pem/issues", "count open issues"
 	e := engine.New(st)
 	save := func() {
