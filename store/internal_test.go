@@ -10,91 +10,8 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/engine"
+	"github.com/pemdev/pem/internal/clonetest"
 )
-
-// fill sets every field reachable from v to a non-zero value: slices and maps
-// get one element, pointers a new value.
-func fill(v reflect.Value, depth int) {
-	if depth > 8 {
-		return
-	}
-	switch v.Kind() {
-	case reflect.Struct:
-		if v.Type() == reflect.TypeOf(time.Time{}) {
-			v.Set(reflect.ValueOf(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)))
-			return
-		}
-		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).IsExported() {
-				fill(v.Field(i), depth+1)
-			}
-		}
-	case reflect.Slice:
-		s := reflect.MakeSlice(v.Type(), 1, 1)
-		fill(s.Index(0), depth+1)
-		v.Set(s)
-	case reflect.Map:
-		m := reflect.MakeMap(v.Type())
-		k := reflect.New(v.Type().Key()).Elem()
-		fill(k, depth+1)
-		e := reflect.New(v.Type().Elem()).Elem()
-		fill(e, depth+1)
-		m.SetMapIndex(k, e)
-		v.Set(m)
-	case reflect.Pointer:
-		p := reflect.New(v.Type().Elem())
-		fill(p.Elem(), depth+1)
-		v.Set(p)
-	case reflect.String:
-		v.SetString("x")
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		v.SetInt(7)
-	case reflect.Float64:
-		v.SetFloat(0.5)
-	case reflect.Bool:
-		v.SetBool(true)
-	}
-}
-
-// shared reports a path where a and b share memory (a slice array, a map or a pointee).
-func shared(a, b reflect.Value, path string) string {
-	switch a.Kind() {
-	case reflect.Struct:
-		for i := 0; i < a.NumField(); i++ {
-			if a.Type().Field(i).IsExported() {
-				if p := shared(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name); p != "" {
-					return p
-				}
-			}
-		}
-	case reflect.Slice:
-		if a.Len() > 0 && a.Pointer() == b.Pointer() {
-			return path
-		}
-		for i := 0; i < a.Len(); i++ {
-			if p := shared(a.Index(i), b.Index(i), path+"[]"); p != "" {
-				return p
-			}
-		}
-	case reflect.Map:
-		if a.Len() > 0 && a.Pointer() == b.Pointer() {
-			return path
-		}
-		for _, k := range a.MapKeys() {
-			if p := shared(a.MapIndex(k), b.MapIndex(k), path+"[k]"); p != "" {
-				return p
-			}
-		}
-	case reflect.Pointer:
-		if !a.IsNil() && a.Pointer() == b.Pointer() {
-			return path
-		}
-		if !a.IsNil() {
-			return shared(a.Elem(), b.Elem(), path+"*")
-		}
-	}
-	return ""
-}
 
 // TestCloneIsDeep fails when a field is added to a record type without
 // being copied in copy.go.
@@ -108,12 +25,12 @@ func TestCloneIsDeep(t *testing.T) {
 		{"Facts", new(engine.Facts), func(v any) any { return v.(*engine.Facts).Clone() }},
 		{"Experience", new(engine.Experience), func(v any) any { return v.(*engine.Experience).Clone() }},
 	} {
-		fill(reflect.ValueOf(tc.orig).Elem(), 0)
+		clonetest.Fill(reflect.ValueOf(tc.orig).Elem(), false)
 		c := tc.clone(tc.orig)
 		if !reflect.DeepEqual(c, tc.orig) {
 			t.Errorf("%s: the clone differs from the original", tc.name)
 		}
-		if p := shared(reflect.ValueOf(tc.orig).Elem(), reflect.ValueOf(c).Elem(), tc.name); p != "" {
+		if p := clonetest.Shared(reflect.ValueOf(tc.orig).Elem(), reflect.ValueOf(c).Elem(), tc.name, false); p != "" {
 			t.Errorf("clone%s shares %s with the original: copy it in copy.go", tc.name, p)
 		}
 	}
