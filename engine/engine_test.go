@@ -63,6 +63,21 @@ func query(t *testing.T, e *engine.Engine, url, intent string) *engine.Recall {
 	return r
 }
 
+// sameQuery asks want and got (engines over the same entries) for intent
+// at url and fails, saying what, unless both answer the same (as JSON). It
+// returns got's answer and the answer's JSON.
+func sameQuery(t *testing.T, what string, want, got *engine.Engine, url, intent string) (*engine.Recall, string) {
+	t.Helper()
+	w := query(t, want, url, intent)
+	g := query(t, got, url, intent)
+	wj, _ := json.Marshal(w)
+	gj, _ := json.Marshal(g)
+	if string(wj) != string(gj) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, gj, wj)
+	}
+	return g, string(wj)
+}
+
 func TestSaveThenQuery(t *testing.T) {
 	st := storetest.NewMemStore()
 	e := testEngine(st, t0)

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -70,15 +69,10 @@ func TestKeptAnswerFollowsDecay(t *testing.T) {
 	for m := 0; m < 30*24*60; m += 55 {
 		now = t0.Add(time.Duration(m) * time.Minute)
 		n++
-		want := query(t, plain, "https://github.com/pemdev/pem", "star count")
-		got := query(t, kept, "https://github.com/pemdev/pem", "star count")
-		wj, _ := json.Marshal(want)
-		gj, _ := json.Marshal(got)
-		if string(wj) != string(gj) {
-			t.Fatalf("after %v the kept answer differs from the computed one:\n got %s\nwant %s", now.Sub(t0), gj, wj)
-		}
+		got, wj := sameQuery(t, fmt.Sprintf("after %v the kept answer differs from the computed one", now.Sub(t0)),
+			plain, kept, "https://github.com/pemdev/pem", "star count")
 		tiers[got.Tier] = true
-		outputs[string(wj)] = true
+		outputs[wj] = true
 		// The copy handed out is the caller's: changing it changes nothing kept.
 		got.Steps = append(got.Steps, engine.Step{Action: "click"})
 		got.PrimarySelectors["x"] = "y"
@@ -110,11 +104,7 @@ func TestKeptAnswerDropped(t *testing.T) {
 	plain := &engine.Engine{Store: w.MemStore, Now: clock}
 	same := func(what string) {
 		t.Helper()
-		want, _ := json.Marshal(query(t, plain, "https://github.com/pemdev/pem", "star count"))
-		got, _ := json.Marshal(query(t, kept, "https://github.com/pemdev/pem", "star count"))
-		if string(want) != string(got) {
-			t.Fatalf("%s: kept answer\n %s\nwant %s", what, got, want)
-		}
+		sameQuery(t, what+": the kept answer differs", plain, kept, "https://github.com/pemdev/pem", "star count")
 	}
 	same("first")
 	same("second")
