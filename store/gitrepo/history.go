@@ -732,17 +732,27 @@ func (h *History) logRecord(ctx context.Context, hash plumbing.Hash, roots []str
 	if ok {
 		r.info = old.info
 	}
+	if r.changes, err = h.rootChanges(ctx, ptree, c.tree, roots); err != nil {
+		return nil, err
+	}
+	h.logs.add(logKey{hash, false}, r)
+	return r, nil
+}
+
+// rootChanges is a log record's changes: what changed from ptree to tree
+// below each of roots (the top-level directories it covers).
+func (h *History) rootChanges(ctx context.Context, ptree, tree plumbing.Hash, roots []string) ([]logChange, error) {
+	var out []logChange
 	for _, root := range roots {
-		changes, err := h.changes(ctx, ptree, c.tree, root)
+		changes, err := h.changes(ctx, ptree, tree, root)
 		if err != nil {
 			return nil, err
 		}
 		for _, fc := range changes {
-			r.changes = append(r.changes, toLogChange(fc))
+			out = append(out, toLogChange(fc))
 		}
 	}
-	h.logs.add(logKey{hash, false}, r)
-	return r, nil
+	return out, nil
 }
 
 // commitObject reads a commit through the direct pack reader when it can

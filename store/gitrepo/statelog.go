@@ -107,14 +107,8 @@ func (h *History) stateRecord(ctx context.Context, hash plumbing.Hash, roots, pa
 		return r, err
 	}
 	r.roots = roots
-	for _, root := range roots {
-		changes, err := h.changes(ctx, ptree, c.TreeHash, root)
-		if err != nil {
-			return nil, err
-		}
-		for _, fc := range changes {
-			r.changes = append(r.changes, toLogChange(fc))
-		}
+	if r.changes, err = h.rootChanges(ctx, ptree, c.TreeHash, roots); err != nil {
+		return nil, err
 	}
 	if keep {
 		h.logs.add(key, r)
