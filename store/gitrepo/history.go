@@ -1478,9 +1478,19 @@ func gitlogHashFile(name string) (string, error) {
 }
 
 func gitlogWriteFile(name string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".pem-sync-*")
-	if err != nil {
+	if err := replaceFile(name, ".pem-sync-*", data, perm); err != nil {
 		return fmt.Errorf("sync: writing %s: %w", name, err)
+	}
+	return nil
+}
+
+// replaceFile replaces name with data and mode perm: a temporary file
+// (named by pattern, as for os.CreateTemp) in name's directory, renamed over
+// it, and removed when anything fails.
+func replaceFile(name, pattern string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), pattern)
+	if err != nil {
+		return err
 	}
 	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
@@ -1495,9 +1505,8 @@ func gitlogWriteFile(name string, data []byte, perm os.FileMode) error {
 	}
 	if werr != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("sync: writing %s: %w", name, werr)
 	}
-	return nil
+	return werr
 }
 
 // gitlogIndexEntry records a file in the index with its stat data, so that

@@ -581,20 +581,7 @@ func (c *describeCache) save() {
 // writeCacheFile replaces a cache file (a temporary file renamed over it);
 // a cache that cannot be written is no error: it is computed again.
 func writeCacheFile(name string, data []byte) {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+"-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), name)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
+	_ = replaceFile(name, "."+filepath.Base(name)+"-*", data, 0o600)
 }
 
 // Described returns describe's text for the version blob (a FileChange's To)
