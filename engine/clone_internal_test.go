@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/pemdev/pem/internal/clonetest"
+	"github.com/pemdev/pem/engine/clonetest"
 )
 
 // TestRecallCloneIsDeep fills every field of a Recall (its unexported basis

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/pemdev/pem/engine"
-	"github.com/pemdev/pem/internal/clonetest"
+	"github.com/pemdev/pem/engine/clonetest"
 )
 
 // TestCloneIsDeep fails when a field is added to a record type without

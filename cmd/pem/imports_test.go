@@ -34,7 +34,7 @@ var allowedImports = map[string][]string{
 
 	"store/treegen/simulate": {"store", "store/treegen"}, // the fleet simulation (make simulate) writes traces as saves leave them; treegen.LoadAverage
 
-	"internal/clonetest": nil, // imports no pem package: the reflection behind engine's and store's deep-clone tests (only test files import it)
+	"engine/clonetest": nil, // imports no pem package: the reflection behind engine's and store's deep-clone tests (only test files import it)
 }
 
 var (
