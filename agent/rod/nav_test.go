@@ -34,6 +34,9 @@ window.getComputedStyle = function (el) { const end = performance.now() + 100; w
 window.addEventListener("load", () => setTimeout(() => { const end = performance.now() + 8000; while (performance.now() < end); }, 100));
 </script>`)
 	serve("/target", "Target", `<h1 id="new">new page</h1>`)
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/target?from=redirect", http.StatusFound)
+	})
 	// No document to commit: the tab keeps the old one.
 	mux.HandleFunc("/no-content", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	// A server that answers after the page timeout.
@@ -177,5 +180,38 @@ func TestTimedOutReadIsStopped(t *testing.T) {
 	}
 	if got, err := p.Evaluate(ctx, `document.title`); err != nil || got != `"Slow list"` {
 		t.Errorf("Evaluate(document.title) after the stopped loop = %s, %v", got, err)
+	}
+}
+
+// TestNavigateCommitKinds: the commit wait knows a server redirect (the
+// redirect target commits under the navigation's loader), a same-document
+// navigation (no new document) and about:blank and data: URLs.
+func TestNavigateCommitKinds(t *testing.T) {
+	hs := httptest.NewServer(busySite())
+	defer hs.Close()
+	ctx := context.Background()
+	p, err := shared.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, c := range []struct{ url, href, h1 string }{
+		{hs.URL + "/redirect", hs.URL + "/target?from=redirect", "new page"},
+		{hs.URL + "/target?from=redirect#new", hs.URL + "/target?from=redirect#new", "new page"},
+		{"about:blank", "about:blank", ""},
+		{"data:text/html,<h1>data page</h1>", "data:text/html,<h1>data page</h1>", "data page"},
+		{hs.URL + "/target", hs.URL + "/target", "new page"},
+	} {
+		if err := p.Navigate(ctx, c.url); err != nil {
+			t.Errorf("Navigate(%s): %v", c.url, err)
+			continue
+		}
+		href, err := p.Evaluate(ctx, `location.href`)
+		if err != nil || href != fmt.Sprintf("%q", c.href) || p.URL() != c.href {
+			t.Errorf("Navigate(%s): location.href = %s (%v), URL() = %s, want %s", c.url, href, err, p.URL(), c.href)
+		}
+		if h1, _ := p.Evaluate(ctx, `document.querySelector("h1") ? document.querySelector("h1").textContent : ""`); h1 != fmt.Sprintf("%q", c.h1) {
+			t.Errorf("Navigate(%s): h1 = %s, want %q", c.url, h1, c.h1)
+		}
 	}
 }
