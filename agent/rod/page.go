@@ -413,27 +413,27 @@ func (p *Page) Navigate(ctx context.Context, url string) error {
 	if url == "" {
 		url = "about:blank"
 	}
-	old := p.URL()
 	_ = proto.PageStopLoading{}.Call(pg)
 	p.stopScript()
 	start := time.Now()
 	res, err := proto.PageNavigate{URL: url}.Call(pg)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return p.abandon(ctx, url, old, fmt.Sprintf("no answer within %s (a slow server)", time.Since(start).Round(100*time.Millisecond)))
+			return p.abandon(ctx, url, fmt.Sprintf("no answer within %s (a slow server)", time.Since(start).Round(100*time.Millisecond)))
 		}
 		return fmt.Errorf("navigate %s: %w", url, err)
 	}
 	if res.ErrorText != "" {
 		if strings.Contains(res.ErrorText, "ERR_ABORTED") {
-			// A 204, a download: nothing to show, the old document stays.
-			return fmt.Errorf("navigate %s: %s: the server sent no page to show (an empty response or a download); the tab still shows %s", url, res.ErrorText, old)
+			// A 204, a download, a navigation cancelled by another: no new
+			// document, the old one stays.
+			return fmt.Errorf("navigate %s: %s: no page was shown (an empty response, a download, or a navigation cancelled by another); the tab still shows %s", url, res.ErrorText, p.URL())
 		}
 		return fmt.Errorf("navigate %s: %s (check the URL and that the site is up, then retry)", url, res.ErrorText)
 	}
 	if res.LoaderID != "" {
 		if !p.waitCommitted(ctx, res.LoaderID, p.timeout) {
-			return p.abandon(ctx, url, old, fmt.Sprintf("the new document did not commit within %s (the renderer's main thread stayed busy)", time.Since(start).Round(100*time.Millisecond)))
+			return p.abandon(ctx, url, fmt.Sprintf("the new document did not commit within %s (the renderer's main thread stayed busy)", time.Since(start).Round(100*time.Millisecond)))
 		}
 		defer p.refreshRod(ctx)()
 	}
@@ -446,14 +446,14 @@ func (p *Page) Navigate(ctx context.Context, url string) error {
 
 // abandon stops a navigation to url that has not committed, so that it
 // cannot commit later, and returns the error saying why and what to do.
-func (p *Page) abandon(ctx context.Context, url, old, why string) error {
+func (p *Page) abandon(ctx context.Context, url, why string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	_ = proto.PageStopLoading{}.Call(p.pg.Context(sctx))
 	cancel()
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("navigate %s: %w before the new page was shown; the navigation was stopped and the tab still shows %s", url, err, old)
+		return fmt.Errorf("navigate %s: %w before the new page was shown; the navigation was stopped and the tab still shows %s", url, err, p.URL())
 	}
-	return fmt.Errorf("navigate %s: %s; the navigation was stopped and the tab still shows %s: retry it, raise the page timeout, or open a new page", url, why, old)
+	return fmt.Errorf("navigate %s: %s; the navigation was stopped and the tab still shows %s: retry it, raise the page timeout, or open a new page", url, why, p.URL())
 }
 
 // waitCommitted waits until the main frame has committed the document of
@@ -803,6 +803,9 @@ func (p *Page) Evaluate(ctx context.Context, js string) (string, error) {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		// The script would keep running in the page: stop it.
 		p.stopScript()
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("evaluate on %s: %w; the script was stopped", p.URL(), ctx.Err())
+		}
 		return "", fmt.Errorf("evaluate on %s: the script did not finish within %s and was stopped (make it shorter, or read less at once): %w", p.URL(), p.timeout, err)
 	}
 	return "", fmt.Errorf("evaluate on %s: %w", p.URL(), err)
