@@ -11,8 +11,18 @@ import (
 )
 
 // busySite serves pages that keep the renderer's main thread busy past the
-// adapter's timeout, and a plain page to navigate to afterwards.
-func busySite() http.Handler {
+// adapter's timeout, and a plain page to navigate to afterwards. slow, when
+// not nil, is told how each request for /slow-target ended: "cancelled" (the
+// browser gave it up) or "answered".
+func busySite(slow chan<- string) http.Handler {
+	tell := func(s string) {
+		if slow != nil {
+			select {
+			case slow <- s:
+			default:
+			}
+		}
+	}
 	mux := http.NewServeMux()
 	serve := func(path, title, body string) {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
@@ -43,10 +53,12 @@ window.addEventListener("load", () => setTimeout(() => { const end = performance
 	mux.HandleFunc("/slow-target", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
+			tell("cancelled")
 			return
 		case <-time.After(3 * time.Second):
 		}
 		fmt.Fprintf(w, layout, "Slow target", `<h1 id="new">slow new page</h1>`)
+		tell("answered")
 	})
 	return mux
 }
@@ -57,7 +69,7 @@ window.addEventListener("load", () => setTimeout(() => { const end = performance
 // lands on the target — location and content are the target's — or returns
 // an error that says what happened; never ok while the old document stays.
 func TestNavigateAfterBusyPage(t *testing.T) {
-	hs := httptest.NewServer(busySite())
+	hs := httptest.NewServer(busySite(nil))
 	defer hs.Close()
 	bs := hs.URL
 	for _, tc := range []struct {
@@ -113,7 +125,8 @@ func TestNavigateAfterBusyPage(t *testing.T) {
 // the page timeout (a 204, a server that has not answered) is an error that
 // names the target and the page the tab still shows, never ok on the old page.
 func TestNavigateNoCommit(t *testing.T) {
-	hs := httptest.NewServer(busySite())
+	slow := make(chan string, 4)
+	hs := httptest.NewServer(busySite(slow))
 	defer hs.Close()
 	for _, path := range []string{"/no-content", "/slow-target"} {
 		t.Run(path, func(t *testing.T) {
@@ -143,6 +156,19 @@ func TestNavigateNoCommit(t *testing.T) {
 			if href == fmt.Sprintf("%q", old) && !strings.Contains(err.Error(), "still shows "+old) {
 				t.Errorf("the tab shows %s, the error does not say so: %v", old, err)
 			}
+			if path == "/slow-target" {
+				// The navigation given up was stopped: the browser cancelled the
+				// request rather than waiting for the page (which would then
+				// have replaced the one the error says the tab shows).
+				select {
+				case how := <-slow:
+					if how != "cancelled" {
+						t.Errorf("the given-up navigation's request was %s, want cancelled", how)
+					}
+				case <-time.After(5 * time.Second):
+					t.Error("the slow server heard nothing of the given-up request")
+				}
+			}
 			// The tab is usable afterwards.
 			if err := p.Navigate(ctx, hs.URL+"/target"); err != nil {
 				t.Errorf("Navigate after the failed one: %v", err)
@@ -156,7 +182,7 @@ func TestNavigateNoCommit(t *testing.T) {
 // next read within the timeout; with the script left running the read
 // below timed out.
 func TestTimedOutReadIsStopped(t *testing.T) {
-	hs := httptest.NewServer(busySite())
+	hs := httptest.NewServer(busySite(nil))
 	defer hs.Close()
 	ctx := context.Background()
 	p, err := shared.Open(ctx)
@@ -187,7 +213,7 @@ func TestTimedOutReadIsStopped(t *testing.T) {
 // redirect target commits under the navigation's loader), a same-document
 // navigation (no new document) and about:blank and data: URLs.
 func TestNavigateCommitKinds(t *testing.T) {
-	hs := httptest.NewServer(busySite())
+	hs := httptest.NewServer(busySite(nil))
 	defer hs.Close()
 	ctx := context.Background()
 	p, err := shared.Open(ctx)
