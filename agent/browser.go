@@ -18,7 +18,9 @@ type Browser interface {
 // adapter's default, 5 s, or ctx's deadline if sooner) and its error names the
 // selector or URL that failed.
 type Page interface {
-	// Navigate loads url and waits for load + settle.
+	// Navigate loads url and waits for load + settle. It returns nil only
+	// when the page shows the new document; one that did not commit in time
+	// (or had nothing to show) is an error naming the page still shown.
 	Navigate(ctx context.Context, url string) error
 	URL() string
 	Title(ctx context.Context) (string, error)

@@ -19,6 +19,28 @@
 // bounded by existsTimeout; a page that does not answer in time is an error,
 // never reported as a missing element.
 //
+// Navigate returns nil only once the main frame has committed the new
+// document (Page.frameNavigated with the navigation's loader id):
+// Page.navigate answers before the renderer commits, and a renderer whose
+// main thread is busy commits only when it is free, so a busy old page used
+// to stay on screen behind a navigation reported ok. Before navigating, the
+// old document's running script, if any, is stopped (Runtime.terminateExecution;
+// an idle page is not affected, and after Page.navigate Chromium holds
+// protocol messages to the renderer until the commit, so the stop cannot come
+// later). A navigation that does not commit within Options.Timeout, a server
+// that has not answered by then, and a response with nothing to show (a 204,
+// a download) are errors naming the target and the page the tab still shows;
+// a navigation given up is stopped, so it cannot commit behind the caller's
+// back. A read of pem's (a listing, Text) or an Evaluate that times out is
+// stopped the same way, so it does not keep the page busy after pem gave up.
+//
+// The listings' selectors (selectorFor in page.js) are each the first
+// unique one of a fixed sequence; uniqueness is decided by testing only the
+// elements a selector can match (an index per attribute, the memoized matches
+// of a path's tail) with Element.matches, not by a querySelectorAll of the
+// whole document per selector tried, which made listing a big page
+// quadratic (BenchmarkListing: Flask's api.html).
+//
 // pem's own reads of the page (settle, Exists, the element, label and block
 // listings, the status) are each one Runtime.evaluate with no execution
 // context, so they run in the document the frame holds when they arrive;

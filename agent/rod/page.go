@@ -36,9 +36,10 @@ type Page struct {
 	stop    context.CancelFunc
 
 	mu      sync.Mutex
-	navSeq  int    // main-frame navigations started
-	loading bool   // main frame is loading
-	url     string // main frame's URL, from events
+	navSeq  int                     // main-frame navigations started
+	loading bool                    // main frame is loading
+	url     string                  // main frame's URL, from events
+	loaders []proto.NetworkLoaderID // the main frame's last committed loader ids (documents), newest last
 	changed chan struct{}
 }
 
@@ -62,7 +63,7 @@ func newPage(pg *gorod.Page, timeout time.Duration, stop context.CancelFunc) *Pa
 		},
 		func(e *proto.PageFrameNavigated) {
 			if e.Frame.ParentID == "" && e.Frame.ID == main {
-				p.setURL(e.Frame.URL + e.Frame.URLFragment)
+				p.setCommitted(e.Frame.LoaderID, e.Frame.URL+e.Frame.URLFragment)
 			}
 		},
 		func(e *proto.PageNavigatedWithinDocument) {
@@ -81,6 +82,38 @@ func (p *Page) setURL(u string) {
 	p.url = u
 }
 
+// maxLoaders is how many committed documents the page remembers: a
+// navigation's own commit may be followed by a script's before Navigate looks.
+const maxLoaders = 8
+
+// setCommitted records that the main frame committed a new document (loader
+// id) at u.
+func (p *Page) setCommitted(loader proto.NetworkLoaderID, u string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.url = u
+	if loader != "" {
+		p.loaders = append(p.loaders, loader)
+		if len(p.loaders) > maxLoaders {
+			p.loaders = p.loaders[len(p.loaders)-maxLoaders:]
+		}
+	}
+	p.notify()
+}
+
+// committed reports whether the main frame has committed the document of
+// loader, and returns the changed channel to wait on when it has not.
+func (p *Page) committed(loader proto.NetworkLoaderID) (bool, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.loaders {
+		if l == loader {
+			return true, p.changed
+		}
+	}
+	return false, p.changed
+}
+
 func (p *Page) setLoading(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -88,6 +121,11 @@ func (p *Page) setLoading(on bool) {
 		p.navSeq++
 	}
 	p.loading = on
+	p.notify()
+}
+
+// notify wakes the waiters on changed; p.mu is held.
+func (p *Page) notify() {
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
@@ -143,6 +181,29 @@ func (p *Page) evalJS(ctx context.Context, d time.Duration, fn string, args ...a
 		return nil, &gorod.EvalError{RuntimeExceptionDetails: res.ExceptionDetails}
 	}
 	return res.Result, nil
+}
+
+// readJS is evalJS for pem's reads of the page (listings, text): when the
+// read times out or is cancelled, the script is stopped (stopScript), so
+// that it does not keep the page's main thread busy after pem has given up
+// on it — a busy main thread delays everything after it, the next
+// navigation's commit included.
+func (p *Page) readJS(ctx context.Context, d time.Duration, fn string, args ...any) (*proto.RuntimeRemoteObject, error) {
+	v, err := p.evalJS(ctx, d, fn, args...)
+	if err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		p.stopScript()
+	}
+	return v, err
+}
+
+// stopScript stops the JavaScript running in the page's main thread
+// (Runtime.terminateExecution): pem's read that timed out, or the page's own
+// script if that is what holds the thread. On an idle page it stops nothing
+// (the next script runs normally). It waits at most stopTimeout.
+func (p *Page) stopScript() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	_ = proto.RuntimeTerminateExecution{}.Call(p.pg.Context(ctx))
 }
 
 // refreshRod has rod resolve the current document's window, which its
@@ -334,6 +395,18 @@ func describe(el *gorod.Element) string {
 // Navigate loads url and waits for settle: the load event (at most
 // settleMax after the document commits; a slow subresource does not fail the
 // navigation) and a quiet DOM.
+//
+// It returns nil only once the main frame has committed the new document
+// (its loader id, from Page.frameNavigated): Page.navigate answers as soon
+// as the response is ready, before the renderer commits, and a renderer whose
+// main thread is busy (a long script: a read of pem's that timed out, or the
+// page's own) commits only when it is free — the tab kept showing the old
+// page. So the old document's running script, if any, is stopped first
+// (stopScript; the document is being left, and an idle one is not affected:
+// after Page.navigate Chromium holds protocol messages to the renderer until
+// the commit, so the stop cannot come later). If the commit does not come
+// within the page timeout, the navigation is stopped and Navigate returns an
+// error saying which document the tab still shows.
 func (p *Page) Navigate(ctx context.Context, url string) error {
 	pg, _, cancel := p.with(ctx, 0)
 	defer cancel()
@@ -341,16 +414,27 @@ func (p *Page) Navigate(ctx context.Context, url string) error {
 		url = "about:blank"
 	}
 	_ = proto.PageStopLoading{}.Call(pg)
-	// Page.navigate answers once the new document has committed (or failed),
-	// so the settle evaluation below runs in the new document.
+	p.stopScript()
+	start := time.Now()
 	res, err := proto.PageNavigate{URL: url}.Call(pg)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return p.abandon(ctx, url, fmt.Sprintf("no answer within %s (a slow server)", time.Since(start).Round(100*time.Millisecond)))
+		}
 		return fmt.Errorf("navigate %s: %w", url, err)
 	}
 	if res.ErrorText != "" {
-		return fmt.Errorf("navigate %s: %s", url, res.ErrorText)
+		if strings.Contains(res.ErrorText, "ERR_ABORTED") {
+			// A 204, a download, a navigation cancelled by another: no new
+			// document, the old one stays.
+			return fmt.Errorf("navigate %s: %s: no page was shown (an empty response, a download, or a navigation cancelled by another); the tab still shows %s", url, res.ErrorText, p.URL())
+		}
+		return fmt.Errorf("navigate %s: %s (check the URL and that the site is up, then retry)", url, res.ErrorText)
 	}
 	if res.LoaderID != "" {
+		if !p.waitCommitted(ctx, res.LoaderID, p.timeout) {
+			return p.abandon(ctx, url, fmt.Sprintf("the new document did not commit within %s (the renderer's main thread stayed busy)", time.Since(start).Round(100*time.Millisecond)))
+		}
 		defer p.refreshRod(ctx)()
 	}
 	if p.quiet(ctx, res.LoaderID == "") && res.LoaderID != "" {
@@ -358,6 +442,37 @@ func (p *Page) Navigate(ctx context.Context, url string) error {
 		p.waitStopped(ctx, 500*time.Millisecond)
 	}
 	return nil
+}
+
+// abandon stops a navigation to url that has not committed, so that it
+// cannot commit later, and returns the error saying why and what to do.
+func (p *Page) abandon(ctx context.Context, url, why string) error {
+	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	_ = proto.PageStopLoading{}.Call(p.pg.Context(sctx))
+	cancel()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("navigate %s: %w before the new page was shown; the navigation was stopped and the tab still shows %s", url, err, p.URL())
+	}
+	return fmt.Errorf("navigate %s: %s; the navigation was stopped and the tab still shows %s: retry it, raise the page timeout, or open a new page", url, why, p.URL())
+}
+
+// waitCommitted waits until the main frame has committed the document of
+// loader, or d passes, or ctx is done; it reports whether it has.
+func (p *Page) waitCommitted(ctx context.Context, loader proto.NetworkLoaderID, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		ok, changed := p.committed(loader)
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			ok, _ = p.committed(loader)
+			return ok
+		}
+	}
 }
 
 // URL is the main frame's current URL, as last reported by Chromium.
@@ -530,7 +645,7 @@ func (p *Page) Press(ctx context.Context, selector, key string) error {
 // Text is the element's innerText (an input's value); "" reads the whole body.
 func (p *Page) Text(ctx context.Context, selector string) (string, error) {
 	if selector == "" {
-		v, err := p.evalJS(ctx, 0, `() => document.body ? document.body.innerText : ""`)
+		v, err := p.readJS(ctx, 0, `() => document.body ? document.body.innerText : ""`)
 		if err != nil {
 			return "", fmt.Errorf("text of body on %s: %w", p.URL(), err)
 		}
@@ -538,7 +653,7 @@ func (p *Page) Text(ctx context.Context, selector string) (string, error) {
 	}
 	// One round trip when the element is there (rod's lookup and text
 	// helper take about ten); a missing one is waited for as before.
-	if v, err := p.evalJS(ctx, 0, textJS, selector); err == nil && !v.Value.Nil() {
+	if v, err := p.readJS(ctx, 0, textJS, selector); err == nil && !v.Value.Nil() {
 		return v.Value.Str(), nil
 	}
 	el, cancel, err := p.lookup(ctx, "text of", selector)
@@ -644,7 +759,7 @@ func (p *Page) helper(ctx context.Context, out any, op, arg string, limit int) e
 
 // helperFor is helper with a timeout of d (the page timeout when 0).
 func (p *Page) helperFor(ctx context.Context, d time.Duration, out any, op, arg string, limit int) error {
-	v, err := p.evalJS(ctx, d, pageJS, op, arg, limit)
+	v, err := p.readJS(ctx, d, pageJS, op, arg, limit)
 	if err != nil {
 		var ee *gorod.EvalError
 		if errors.As(err, &ee) {
@@ -657,6 +772,7 @@ func (p *Page) helperFor(ctx context.Context, d time.Duration, out any, op, arg 
 
 // Evaluate runs js — a function, an expression, or a function body with
 // return — and returns the result as JSON text ("null" for undefined).
+// A script still running at the page timeout is stopped.
 func (p *Page) Evaluate(ctx context.Context, js string) (string, error) {
 	pg, _, cancel := p.with(ctx, 0)
 	defer cancel()
@@ -683,6 +799,14 @@ func (p *Page) Evaluate(ctx context.Context, js string) (string, error) {
 	var ee *gorod.EvalError
 	if errors.As(err, &ee) {
 		return "", fmt.Errorf("evaluate on %s: %s", p.URL(), ee.Exception.Description)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// The script would keep running in the page: stop it.
+		p.stopScript()
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("evaluate on %s: %w; the script was stopped", p.URL(), ctx.Err())
+		}
+		return "", fmt.Errorf("evaluate on %s: the script did not finish within %s and was stopped (make it shorter, or read less at once): %w", p.URL(), p.timeout, err)
 	}
 	return "", fmt.Errorf("evaluate on %s: %w", p.URL(), err)
 }

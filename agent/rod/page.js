@@ -3,13 +3,72 @@
 // (arg = CSS selector), "settle" (arg = {quiet, cap, fresh}).
 function (op, arg, limit) {
   const esc = (v) => String(v).replace(/\\/g, "\\\\").replace(/"/g, '\\"');
-  const unique = (sel, el) => {
+  // Whether sel matches el and nothing else, as document.querySelectorAll
+  // would say, without scanning the document once per selector tried (that
+  // made listing a big page quadratic: Flask's api.html, 1,127 elements,
+  // 7,413 scans, 88% of the time). Every selector selectorFor builds can
+  // match only a known set of candidates, and only those are tested with
+  // Element.matches: for "#id" and 'tag[attr="v"]' the elements with that
+  // attribute value (an index built once per attribute: matching requires
+  // the exact value, and an id only a case-insensitive one in quirks mode,
+  // so the index keys ids lowercased and others by element name and value);
+  // for a path "p1 > … > pk" the elements the path's tail "p2 > … > pk"
+  // matches whose ancestor at the top matches p1 (paths are memoized, so
+  // elements that share a tail share the work).
+  const index = new Map();
+  const bucket = (attr, key) => {
+    let m = index.get(attr);
+    if (!m) {
+      m = new Map();
+      for (const e of document.querySelectorAll("[" + attr + "]")) {
+        const v = e.getAttribute(attr);
+        const k = attr === "id" ? v.toLowerCase() : e.localName.toLowerCase() + "\u0000" + v;
+        const l = m.get(k);
+        if (l) l.push(e);
+        else m.set(k, [e]);
+      }
+      index.set(attr, m);
+    }
+    return m.get(key) || [];
+  };
+  const onlyAmong = (sel, el, cands) => {
     try {
-      const m = document.querySelectorAll(sel);
-      return m.length === 1 && m[0] === el;
+      let hit = null;
+      for (const c of cands) {
+        if (!c.matches(sel)) continue;
+        if (hit) return false;
+        hit = c;
+      }
+      return hit === el;
     } catch (e) {
       return false;
     }
+  };
+  const uniqueId = (el) => onlyAmong("#" + CSS.escape(el.id), el, bucket("id", el.id.toLowerCase()));
+  const uniqueAttr = (sel, el, tag, attr, v) => onlyAmong(sel, el, bucket(attr, tag + "\u0000" + v));
+  // paths: selector → [[element, its ancestor the selector's first part matched], …]
+  const paths = new Map();
+  const uniquePath = (parts, el) => {
+    const sel = parts.join(" > ");
+    let m = paths.get(sel);
+    if (!m) {
+      try {
+        if (parts.length === 1) {
+          m = Array.from(document.querySelectorAll(sel), (x) => [x, x]);
+        } else {
+          const top = parts[0];
+          m = [];
+          for (const [x, a] of paths.get(parts.slice(1).join(" > ")) || []) {
+            const up = a.parentElement;
+            if (up && up.matches(top)) m.push([x, up]);
+          }
+        }
+      } catch (e) {
+        m = [];
+      }
+      paths.set(sel, m);
+    }
+    return m.length === 1 && m[0][0] === el;
   };
   const text = (el) => (el.innerText || el.textContent || "").replace(/\s+/g, " ").trim();
   // raw is the element's text before whitespace is collapsed: a newline in it
@@ -24,31 +83,30 @@ function (op, arg, limit) {
     const tag = el.tagName.toLowerCase();
     if (el.id) {
       const s = "#" + CSS.escape(el.id);
-      if (unique(s, el)) return s;
+      if (uniqueId(el)) return s;
     }
     const name = el.getAttribute("name");
     if (name) {
       const s = tag + '[name="' + esc(name) + '"]';
-      if (unique(s, el)) return s;
+      if (uniqueAttr(s, el, tag, "name", name)) return s;
     }
     for (const a of ["data-testid", "data-test", "data-qa", "aria-label", "placeholder", "title"]) {
       const v = el.getAttribute(a);
       if (v) {
         const s = tag + "[" + a + '="' + esc(v) + '"]';
-        if (unique(s, el)) return s;
+        if (uniqueAttr(s, el, tag, a, v)) return s;
       }
     }
     if (tag === "a" && el.getAttribute("href")) {
       const s = 'a[href="' + esc(el.getAttribute("href")) + '"]';
-      if (unique(s, el)) return s;
+      if (uniqueAttr(s, el, "a", "href", el.getAttribute("href"))) return s;
     }
     const path = [];
     let cur = el;
     while (cur && cur.nodeType === 1 && cur !== document.documentElement) {
-      if (cur !== el && cur.id && unique("#" + CSS.escape(cur.id), cur)) {
+      if (cur !== el && cur.id && uniqueId(cur)) {
         path.unshift("#" + CSS.escape(cur.id));
-        const s = path.join(" > ");
-        if (unique(s, el)) return s;
+        if (uniquePath(path, el)) return path.join(" > ");
         break;
       }
       let part = cur.tagName.toLowerCase();
@@ -58,8 +116,7 @@ function (op, arg, limit) {
         if (same.length > 1) part += ":nth-of-type(" + (same.indexOf(cur) + 1) + ")";
       }
       path.unshift(part);
-      const s = path.join(" > ");
-      if (unique(s, el)) return s;
+      if (uniquePath(path, el)) return path.join(" > ");
       cur = parent;
     }
     return path.join(" > ");

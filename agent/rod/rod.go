@@ -27,6 +27,7 @@ const (
 	newPageTimeout = 20 * time.Second // a tab takes ~0.4 s, much longer on a loaded machine
 	settleQuiet    = 50               // ms without DOM mutations (counted from the last one) that count as settled
 	existsTimeout  = 2 * time.Second  // bound on Exists' single query (one round trip)
+	stopTimeout    = time.Second      // bound on Runtime.terminateExecution
 	maxShot        = 400 << 10        // bytes; larger screenshots are scaled to JPEG
 	shotWidth      = 1024
 )
