@@ -125,11 +125,7 @@ func BenchmarkVsBaseline(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			p, err := shared.Open(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
+			p := openAt(b, "", 0)
 			if c.setup != nil {
 				if err := c.setup(p); err != nil {
 					b.Fatal(err)

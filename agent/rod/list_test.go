@@ -79,12 +79,7 @@ func TestListingMatchesBaseline(t *testing.T) {
 	hs := httptest.NewServer(mux)
 	defer hs.Close()
 	ctx := context.Background()
-	p, err := shared.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	p.timeout = 30 * time.Second
+	p := openAt(t, "", 30*time.Second)
 	legacy := legacyListJS(t)
 	for _, path := range []string{"/standards", "/quirks", "/docs/templates.html"} {
 		if err := p.Navigate(ctx, hs.URL+path); err != nil {
@@ -143,15 +138,7 @@ func BenchmarkListing(b *testing.B) {
 	legacy := legacyListJS(b)
 	for _, op := range []string{"elements", "blocks"} {
 		b.Run(op, func(b *testing.B) {
-			p, err := shared.Open(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			p.timeout = 2 * time.Minute
-			if err := p.Navigate(ctx, hs.URL+"/api.html"); err != nil {
-				b.Fatal(err)
-			}
+			p := openAt(b, hs.URL+"/api.html", 2*time.Minute)
 			var old, cur time.Duration
 			for b.Loop() {
 				t0 := time.Now()

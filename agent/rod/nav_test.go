@@ -90,20 +90,12 @@ func TestNavigateAfterBusyPage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			p, err := shared.Open(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			p.timeout = time.Second
-			if err := p.Navigate(ctx, bs+tc.path); err != nil {
-				t.Fatal(err)
-			}
+			p := openAt(t, bs+tc.path, time.Second)
 			if err := tc.busy(ctx, p); err != nil {
 				t.Fatal(err)
 			}
 			target := bs + "/target"
-			err = p.Navigate(ctx, target)
+			err := p.Navigate(ctx, target)
 			if err != nil {
 				t.Logf("Navigate returned an error (allowed if it says what happened): %v", err)
 				if !strings.Contains(err.Error(), target) {
@@ -131,17 +123,9 @@ func TestNavigateNoCommit(t *testing.T) {
 	for _, path := range []string{"/no-content", "/slow-target"} {
 		t.Run(path, func(t *testing.T) {
 			ctx := context.Background()
-			p, err := shared.Open(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			p.timeout = time.Second
-			if err := p.Navigate(ctx, hs.URL+"/target"); err != nil {
-				t.Fatal(err)
-			}
+			p := openAt(t, hs.URL+"/target", time.Second)
 			old := hs.URL + "/target"
-			err = p.Navigate(ctx, hs.URL+path)
+			err := p.Navigate(ctx, hs.URL+path)
 			href, herr := p.Evaluate(ctx, `location.href`)
 			if err == nil {
 				if href != fmt.Sprintf("%q", hs.URL+path) {
@@ -185,22 +169,14 @@ func TestTimedOutReadIsStopped(t *testing.T) {
 	hs := httptest.NewServer(busySite(nil))
 	defer hs.Close()
 	ctx := context.Background()
-	p, err := shared.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	p.timeout = time.Second
-	if err := p.Navigate(ctx, hs.URL+"/slow-list"); err != nil {
-		t.Fatal(err)
-	}
+	p := openAt(t, hs.URL+"/slow-list", time.Second)
 	if _, err := p.Elements(ctx, "", 0); err == nil {
 		t.Fatal("Elements on /slow-list returned in time; the test needs it to time out")
 	}
 	if got, err := p.Text(ctx, "#old"); err != nil || got != "old page" {
 		t.Errorf("Text(#old) after the timed-out listing = %q, %v", got, err)
 	}
-	_, err = p.Evaluate(ctx, `() => { while (true); }`)
+	_, err := p.Evaluate(ctx, `() => { while (true); }`)
 	if err == nil || !strings.Contains(err.Error(), "stopped") {
 		t.Errorf("Evaluate(endless loop) = %v, want an error saying the script was stopped", err)
 	}
@@ -216,11 +192,7 @@ func TestNavigateCommitKinds(t *testing.T) {
 	hs := httptest.NewServer(busySite(nil))
 	defer hs.Close()
 	ctx := context.Background()
-	p, err := shared.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := openAt(t, "", 0)
 	for _, c := range []struct{ url, href, h1 string }{
 		{hs.URL + "/redirect", hs.URL + "/target?from=redirect", "new page"},
 		{hs.URL + "/target?from=redirect#new", hs.URL + "/target?from=redirect#new", "new page"},

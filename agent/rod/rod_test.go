@@ -51,17 +51,31 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// page opens a tab of the shared browser on the test site's path ("": none).
 func page(t *testing.T, path string) *Page {
 	t.Helper()
+	if path == "" {
+		return openAt(t, "", 0)
+	}
+	return openAt(t, srv.URL+path, 0)
+}
+
+// openAt opens a tab of the shared browser, closed when the test ends, with
+// its timeout set to timeout (0: the default), navigated to url ("": none).
+func openAt(tb testing.TB, url string, timeout time.Duration) *Page {
+	tb.Helper()
 	ctx := context.Background()
 	p, err := shared.Open(ctx)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
-	if path != "" {
-		if err := p.Navigate(ctx, srv.URL+path); err != nil {
-			t.Fatal(err)
+	tb.Cleanup(func() { p.Close() })
+	if timeout > 0 {
+		p.timeout = timeout
+	}
+	if url != "" {
+		if err := p.Navigate(ctx, url); err != nil {
+			tb.Fatal(err)
 		}
 	}
 	return p
