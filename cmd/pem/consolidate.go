@@ -140,9 +140,19 @@ func runConsolidate(c *cli.Context) error {
 const consolidateMemoryLimit = 160 << 20
 
 func limitMemory() {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-		debug.SetMemoryLimit(consolidateMemoryLimit)
+	limitMemoryTo(consolidateMemoryLimit)
+}
+
+// limitMemoryTo sets Go's soft heap limit to limit unless GOMEMLIMIT is in
+// the environment (a value, or "off"), and returns what undoes it: pem
+// serve's jobs share one process with the knowledge browser, so the limit
+// holds only while a job runs.
+func limitMemoryTo(limit int64) (restore func()) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
+		return func() {}
 	}
+	old := debug.SetMemoryLimit(limit)
+	return func() { debug.SetMemoryLimit(old) }
 }
 
 // progressPrinter reports long stages on stderr, at most every 250 items.
@@ -218,7 +228,13 @@ func runServe(c *cli.Context) error {
 		if err := consolidate.ParseSpec(spec); err != nil {
 			return usagef("--consolidate: %v", err)
 		}
-		jobs = append(jobs, consolidate.ConsolidateJob(spec, st, consolidate.Options{Logger: log}))
+		job := consolidate.ConsolidateJob(spec, st, consolidate.Options{Logger: log})
+		run := job.Run
+		job.Run = func(ctx context.Context) error {
+			defer limitMemoryTo(consolidateMemoryLimit)()
+			return run(ctx)
+		}
+		jobs = append(jobs, job)
 	}
 	dl := c.String("deep-learn")
 	if dl == "" && deepLearnJob != nil && addr == "" {

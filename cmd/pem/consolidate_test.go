@@ -149,3 +149,30 @@ func TestConsolidateLimitsMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitMemoryTo: the soft heap limit pem consolidate and pem serve's
+// consolidation job set holds while the job runs and is undone after; a
+// GOMEMLIMIT in the environment (a value or "off") wins.
+func TestLimitMemoryTo(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	os.Unsetenv("GOMEMLIMIT")
+	before := debug.SetMemoryLimit(-1)
+	restore := limitMemoryTo(123 << 20)
+	if got := debug.SetMemoryLimit(-1); got != 123<<20 {
+		restore()
+		t.Fatalf("during the job the limit is %d, want %d", got, 123<<20)
+	}
+	restore()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Fatalf("after the job the limit is %d, want it back at %d", got, before)
+	}
+	for _, v := range []string{"off", "300MiB"} {
+		t.Setenv("GOMEMLIMIT", v)
+		restore := limitMemoryTo(123 << 20)
+		got := debug.SetMemoryLimit(-1)
+		restore()
+		if got != before {
+			t.Fatalf("GOMEMLIMIT=%s: the limit is %d, want it left at %d", v, got, before)
+		}
+	}
+}
