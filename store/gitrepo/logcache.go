@@ -580,8 +580,32 @@ func (c *describeCache) save() {
 
 // writeCacheFile replaces a cache file (a temporary file renamed over it);
 // a cache that cannot be written is no error: it is computed again.
+// A pem killed between the two leaves its temporary file behind; the next
+// write removes those older than staleCacheTemp (a fresh one may be another
+// pem's, still being written).
 func writeCacheFile(name string, data []byte) {
-	_ = replaceFile(name, "."+filepath.Base(name)+"-*", data, 0o600)
+	prefix := "." + filepath.Base(name) + "-"
+	removeStaleTemps(filepath.Dir(name), prefix, time.Now().Add(-staleCacheTemp))
+	_ = replaceFile(name, prefix+"*", data, 0o600)
+}
+
+const staleCacheTemp = time.Hour
+
+// removeStaleTemps removes the regular files of dir whose name starts with
+// prefix and that were last written before cutoff.
+func removeStaleTemps(dir, prefix string, cutoff time.Time) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // Described returns describe's text for the version blob (a FileChange's To)

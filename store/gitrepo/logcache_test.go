@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pemdev/pem/store/storetest/gitcli"
 )
@@ -491,5 +492,40 @@ func TestLogCacheRoots(t *testing.T) {
 	}
 	if got := r.union([]string{"facts"}); !reflect.DeepEqual(got, []string{"experience/a.example", "facts"}) {
 		t.Errorf("union with facts = %q", got)
+	}
+}
+
+// TestLogCacheStaleTemps: a pem killed while writing the log cache leaves
+// its temporary file in the git directory; the next write removes it once it
+// is older than staleCacheTemp, and leaves a fresh one (another pem's,
+// being written) and other files alone.
+func TestLogCacheStaleTemps(t *testing.T) {
+	repo, tree := logCacheRepo(t, "")
+	gitDir := filepath.Join(repo, ".git")
+	stale := filepath.Join(gitDir, "."+logCacheFile+"-123456")
+	fresh := filepath.Join(gitDir, "."+logCacheFile+"-654321")
+	other := filepath.Join(gitDir, ".pem-sync-777")
+	old := time.Now().Add(-2 * staleCacheTemp)
+	for _, f := range []string{stale, fresh, other} {
+		if err := os.WriteFile(f, []byte("half a cache"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{stale, other} {
+		if err := os.Chtimes(f, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logAll(t, tree) // builds and writes the cache
+	if _, err := os.Stat(filepath.Join(gitDir, logCacheFile)); err != nil {
+		t.Fatalf("the log did not write its cache: %v", err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a temporary file older than %s is still there (err %v)", staleCacheTemp, err)
+	}
+	for _, f := range []string{fresh, other} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(f), err)
+		}
 	}
 }
