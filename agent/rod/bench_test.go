@@ -126,6 +126,15 @@ func BenchmarkVsBaseline(b *testing.B) {
 		{"click-in-page", func(p *Page) error { return p.Navigate(ctx, srv.URL+"/") },
 			func(p *Page) error { return p.legacyClick(ctx, "#more") },
 			func(p *Page) error { return p.Click(ctx, "#more") }},
+		{"click-hash", func(p *Page) error {
+			if err := p.Navigate(ctx, srv.URL+"/"); err != nil {
+				return err
+			}
+			_, err := p.Evaluate(ctx, `document.body.insertAdjacentHTML("afterbegin", '<a id="ha" href="#a">a</a> <a id="hb" href="#b">b</a>')`)
+			return err
+		},
+			func(p *Page) error { return p.legacyClick(ctx, "#ha") },
+			func(p *Page) error { return p.Click(ctx, "#hb") }},
 		{"exists-absent", func(p *Page) error { return p.Navigate(ctx, srv.URL+"/repo") },
 			func(p *Page) error { _, err := p.legacyExists(ctx, "#absent"); return wantNoElement(err) },
 			func(p *Page) error { _, err := p.Exists(ctx, "#absent"); return wantNoElement(err) }},

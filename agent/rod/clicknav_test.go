@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pemdev/pem/agent"
+	"github.com/pemdev/pem/engine"
 )
 
 // busyJS blocks the page's main thread for ms milliseconds, starting right
@@ -57,6 +60,7 @@ func clickSite(slow chan<- string) http.Handler {
 	body := `<h1 id="old">links page</h1>
 <p><a id="to-target" href="/target">target</a> <a id="to-nocontent" href="/no-content">204</a>
 <a id="to-slow" href="/slower-target">slow</a> <a id="to-hash" href="#sec">section</a>
+<a id="download" href="/target" download="target.html">download</a> <a id="new-tab" href="/target" target="_blank">new tab</a>
 <a id="busy-link" href="/target" onclick="` + busy + `">busy</a>
 <button id="button" onclick="document.getElementById('out').textContent = 'clicked ' + (++window.n || (window.n = 1))">button</button></p>
 <p id="out"></p>` +
@@ -208,8 +212,9 @@ func TestClickNavigationBusyPage(t *testing.T) {
 }
 
 // TestClickNoNavigation: a click on a hash link stays in the document (its
-// URL follows), and a button or a form whose submit is cancelled does not
-// navigate: the action returns ok at once and the page is as the handler left it.
+// URL follows), and a download link, a link that opens another tab, a
+// button and a form whose submit is cancelled do not navigate this tab: the
+// action returns ok and the page is as the handler left it.
 func TestClickNoNavigation(t *testing.T) {
 	hs := httptest.NewServer(clickSite(nil))
 	defer hs.Close()
@@ -222,15 +227,61 @@ func TestClickNoNavigation(t *testing.T) {
 	if href, _ := where(ctx, p); href != hs.URL+"/links#sec" || p.URL() != href {
 		t.Errorf("after the hash link: location %s, URL() %s", href, p.URL())
 	}
-	if err := p.Click(ctx, "#button"); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { // the tab #new-tab opened
+		pages, _ := shared.b.Pages()
+		for _, pg := range pages {
+			if info, err := pg.Info(); err == nil && strings.HasPrefix(info.URL, hs.URL+"/target") {
+				pg.Close()
+			}
+		}
+	})
 	if err := enterIn("none").do(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := p.Text(ctx, "#out")
 	mark, _ := p.Evaluate(ctx, `window.mark`)
-	if out != "submitted x" || mark != `"same document"` {
-		t.Errorf("#out = %q, window.mark = %s; want the handlers' result in the same document", out, mark)
+	// #new-tab last: the tab it opens comes to the front, and in a
+	// background tab Chromium answers a click's input events only after ~5 s.
+	for _, sel := range []string{"#download", "#button", "#new-tab"} {
+		if err := p.Click(ctx, sel); err != nil {
+			t.Fatalf("click %s: %v", sel, err)
+		}
+		if href, _ := where(ctx, p); href != hs.URL+"/links#sec" {
+			t.Errorf("after clicking %s the tab shows %s, want it to stay on /links#sec", sel, href)
+		}
+	}
+	out2, _ := p.Text(ctx, "#out")
+	mark2, _ := p.Evaluate(ctx, `window.mark`)
+	if out != "submitted x" || out2 != "clicked 1" || mark != `"same document"` || mark2 != mark {
+		t.Errorf("#out = %q after the Enter, %q after the clicks, window.mark = %s, %s; want the handlers' results in the same document", out, out2, mark, mark2)
+	}
+}
+
+// TestExecClickNoPage: the agent's click and type-and-submit tools report a
+// navigation that showed no page as a failed step (Success false, the
+// error saying what the tab shows), which the run records as failed; a
+// timed-out one is of kind timeout.
+func TestExecClickNoPage(t *testing.T) {
+	hs := httptest.NewServer(clickSite(nil))
+	defer hs.Close()
+	ctx := context.Background()
+	p := openAt(t, hs.URL+"/links", time.Second)
+	for _, c := range []struct {
+		a    agent.Action
+		kind string
+	}{
+		{agent.Action{Tool: "click", Selector: "#to-nocontent"}, ""},
+		{agent.Action{Tool: "type", Selector: "#q-slow", Value: "x", Submit: true}, engine.KindTimeout},
+	} {
+		r := agent.Exec(ctx, p, c.a, "")
+		if r.Error == "" || r.Success == nil || *r.Success || !strings.Contains(r.Error, "still shows "+hs.URL+"/links") {
+			t.Errorf("Exec(%+v) = %+v; want a failure saying the tab still shows /links", c.a, r)
+		}
+		if k := agent.KindOf(r.Error); k != c.kind {
+			t.Errorf("Exec(%+v): error kind %q, want %q (%s)", c.a, k, c.kind, r.Error)
+		}
+	}
+	if r := agent.Exec(ctx, p, agent.Action{Tool: "click", Selector: "#to-target"}, ""); r.Error != "" || !strings.Contains(r.ExtractedContent, "now at "+hs.URL+"/target") {
+		t.Errorf("Exec(click #to-target) = %+v", r)
 	}
 }

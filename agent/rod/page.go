@@ -291,13 +291,15 @@ func (p *Page) refreshRod(ctx context.Context) (wait func()) {
 // (the Navigation API's navigate event fires synchronously in the click or
 // submit that causes it); navigating reads the note. Chromium's own
 // loading events can reach us hundreds of milliseconds late on a busy
-// machine, so they cannot tell alone whether an action navigates.
+// machine, so they cannot tell alone whether an action navigates. A
+// download (<a download>) is not noted: it shows no new page, and the tab
+// stays where it is.
 func (p *Page) armNav(ctx context.Context) {
 	_, _ = p.evalJS(ctx, 0, `() => {
 		window.__pemNav = 0;
 		if (!window.__pemNavHooked && window.navigation) {
 			window.__pemNavHooked = 1;
-			navigation.addEventListener("navigate", () => { window.__pemNav = 1 });
+			navigation.addEventListener("navigate", (e) => { if (!e.downloadRequest) window.__pemNav = 1 });
 		}
 	}`)
 }
