@@ -69,7 +69,10 @@ func clickSite(slow chan<- string) http.Handler {
 		form("none", "/target", `onsubmit="document.getElementById('out').textContent = 'submitted ' + this.q.value; return false"`) +
 		`<div style="height: 3000px"></div><h2 id="sec">section</h2>`
 	mux.HandleFunc("/links", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, layout, "Links", body)
+		// A link to the same server under another site's name: the
+		// navigation moves to another renderer process.
+		other := strings.Replace("http://"+r.Host, "127.0.0.1", "localhost", 1) + "/target"
+		fmt.Fprintf(w, layout, "Links", body+fmt.Sprintf(`<p><a id="other-site" href="%s">other site</a></p>`, other))
 	})
 	return mux
 }
@@ -117,6 +120,7 @@ func TestClickNavigationLands(t *testing.T) {
 		target string // "" when no page is shown: an error is required
 	}{
 		{clickOn("#to-target"), "/target"},
+		{clickOn("#other-site"), "/target"},
 		{enterIn("target"), "/target?q=x"},
 		{clickOn("#to-nocontent"), ""},
 		{enterIn("nocontent"), ""},
@@ -129,8 +133,12 @@ func TestClickNavigationLands(t *testing.T) {
 			err := c.act.do(ctx, p)
 			href, h1 := where(ctx, p)
 			if c.target != "" {
-				if err != nil || href != hs.URL+c.target || h1 != "new page" || p.URL() != href {
-					t.Fatalf("%s = %v; then location %s, h1 %q, URL() %s; want ok on %s", c.act.name, err, href, h1, p.URL(), hs.URL+c.target)
+				want := hs.URL + c.target
+				if c.act.name == "click #other-site" {
+					want = strings.Replace(want, "127.0.0.1", "localhost", 1)
+				}
+				if err != nil || href != want || h1 != "new page" || p.URL() != href {
+					t.Fatalf("%s = %v; then location %s, h1 %q, URL() %s; want ok on %s", c.act.name, err, href, h1, p.URL(), want)
 				}
 				return
 			}

@@ -308,14 +308,13 @@ func (p *Page) armNav(ctx context.Context) {
 type mark struct {
 	seq int
 	navCount
-	url string
 }
 
 // mark notes the navigation state before an action.
 func (p *Page) mark() mark {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return mark{seq: p.navSeq, navCount: p.nav, url: p.url}
+	return mark{seq: p.navSeq, navCount: p.nav}
 }
 
 // navSnap is the navigation state now, with the channel to wait on for a change.
@@ -403,6 +402,7 @@ func (p *Page) land(ctx context.Context, op string, m mark, budget time.Duration
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	var stopped <-chan time.Time // the grace after loading stopped with no commit
 	for {
 		s := p.snap()
 		if s.commits > m.commits {
@@ -412,11 +412,20 @@ func (p *Page) land(ctx context.Context, op string, m mark, budget time.Duration
 		if s.within > m.within && !crossPending {
 			return false, nil
 		}
-		if s.seq > m.seq && !s.loading && s.within == m.within {
-			return false, fmt.Errorf("%s: the navigation it started to %s showed no page (an empty response such as a 204, a download, or a navigation cancelled by another); the tab still shows %s", op, dest(s, m), p.URL())
+		if s.seq > m.seq && !s.loading && s.within == m.within && stopped == nil {
+			// Loading stopped with no new document: a 204, a download, a
+			// cancelled navigation — unless the commit's event is only late
+			// (events of two renderers, on a cross-site navigation).
+			stopped = time.After(noPageGrace)
 		}
 		select {
 		case <-s.changed:
+			continue
+		case <-stopped:
+			if s := p.snap(); s.commits == m.commits && s.within == m.within && !s.loading {
+				return false, fmt.Errorf("%s: the navigation it started to %s showed no page (an empty response such as a 204, a download, or a navigation cancelled by another); the tab still shows %s", op, dest(s, m), p.URL())
+			}
+			stopped = nil
 			continue
 		case <-wctx.Done():
 		}
@@ -430,6 +439,11 @@ func (p *Page) land(ctx context.Context, op string, m mark, budget time.Duration
 		return false, p.abandonAction(ctx, op, dest(s, m), time.Since(start))
 	}
 }
+
+// noPageGrace is how long land waits, after the main frame stopped loading
+// with no new document, for a commit whose event comes late before it calls
+// the navigation one that showed no page.
+const noPageGrace = 100 * time.Millisecond
 
 // dest is the destination of the navigation started after m, as far as
 // the events tell.
