@@ -25,10 +25,15 @@ type Page interface {
 	URL() string
 	Title(ctx context.Context) (string, error)
 	// Click clicks the element matching the CSS selector and waits for the page to settle.
+	// A click that starts a navigation returns nil only when the page shows
+	// the new document (or the same-document change); one that showed no
+	// page or did not commit in time is an error naming the page still shown,
+	// as for Navigate, so the step is recorded as failed.
 	Click(ctx context.Context, selector string) error
 	// Type clears the field then types text; Enter is not pressed.
 	Type(ctx context.Context, selector, text string) error
-	// Press presses key (e.g. "Enter") in the element.
+	// Press presses key (e.g. "Enter") in the element; a navigation it
+	// starts (a form submit) is confirmed as Click's is.
 	Press(ctx context.Context, selector, key string) error
 	// Text returns the element's innerText; selector "" means the whole body.
 	Text(ctx context.Context, selector string) (string, error)

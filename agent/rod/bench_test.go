@@ -70,8 +70,18 @@ func (p *Page) legacyClick(ctx context.Context, selector string) error {
 	if err := p.pg.Mouse.Click(proto.InputMouseButtonLeft, 1); err != nil {
 		return err
 	}
-	p.legacySettle(ctx, seq0, p.navigating(ctx, seq0))
+	p.legacySettle(ctx, seq0, p.legacyNavigating(ctx, seq0))
 	return nil
+}
+
+// legacyNavigating is how a click told whether it navigated: a load
+// started, or the page's note of a navigate event.
+func (p *Page) legacyNavigating(ctx context.Context, seq0 int) bool {
+	if seq, _, _ := p.state(); seq > seq0 {
+		return true
+	}
+	v, err := p.evalJS(ctx, 0, `() => window.__pemNav`)
+	return err != nil || v.Value.Nil() || v.Value.Int() != 0
 }
 
 func (p *Page) legacyExists(ctx context.Context, selector string) (bool, error) {
@@ -116,6 +126,15 @@ func BenchmarkVsBaseline(b *testing.B) {
 		{"click-in-page", func(p *Page) error { return p.Navigate(ctx, srv.URL+"/") },
 			func(p *Page) error { return p.legacyClick(ctx, "#more") },
 			func(p *Page) error { return p.Click(ctx, "#more") }},
+		{"click-hash", func(p *Page) error {
+			if err := p.Navigate(ctx, srv.URL+"/"); err != nil {
+				return err
+			}
+			_, err := p.Evaluate(ctx, `document.body.insertAdjacentHTML("afterbegin", '<a id="ha" href="#a">a</a> <a id="hb" href="#b">b</a>')`)
+			return err
+		},
+			func(p *Page) error { return p.legacyClick(ctx, "#ha") },
+			func(p *Page) error { return p.Click(ctx, "#hb") }},
 		{"exists-absent", func(p *Page) error { return p.Navigate(ctx, srv.URL+"/repo") },
 			func(p *Page) error { _, err := p.legacyExists(ctx, "#absent"); return wantNoElement(err) },
 			func(p *Page) error { _, err := p.Exists(ctx, "#absent"); return wantNoElement(err) }},

@@ -34,6 +34,25 @@
 // back. A read of pem's (a listing, Text) or an Evaluate that times out is
 // stopped the same way, so it does not keep the page busy after pem gave up.
 //
+// Click and Press confirm a navigation they start the same way: the tab's
+// protocol events (frameRequestedNavigation and frameStartedNavigating,
+// sent by the browser process even while the page's main thread is busy)
+// or, when those have not come yet, the page's own note of a navigate event
+// tell whether the action navigated; if it did, the action returns nil only
+// once the main frame has committed a new document (frameNavigated) or done
+// a same-document navigation (a hash link), then settles as Navigate does.
+// A navigation that ends with no new document (a 204, a download; loading
+// stopped and no commit within 100 ms) or that has not committed within
+// Options.Timeout is an error naming its
+// destination and the page the tab shows, so the agent records the step as
+// failed rather than reading the old page as the new one. The latter is
+// stopped; a navigation that is ready to commit in a renderer kept busy by
+// the old page's own script cannot be (Chromium holds the stop, and a
+// Runtime.terminateExecution, until the commit), and the error says the
+// tab may still change. An action that does not navigate (a button) waits
+// for a quiet DOM only, as before; so does a link that opens another tab
+// or a download.
+//
 // The listings' selectors (selectorFor in page.js) are each the first
 // unique one of a fixed sequence; uniqueness is decided by testing only the
 // elements a selector can match (an index per attribute, the memoized matches

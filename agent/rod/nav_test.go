@@ -35,7 +35,7 @@ func busySite(slow chan<- string) http.Handler {
 	for i := 0; i < 100; i++ {
 		fmt.Fprintf(&links, `<a href="/target?%d">link %d</a> `, i, i)
 	}
-	serve("/slow-list", "Slow list", `<h1 id="old">old page</h1>`+links.String()+`<script>
+	serve("/slow-list", "Slow list", `<h1 id="old">old page</h1>`+links.String()+`<form action="/target"><input id="q-list" name="q"></form><script>
 const gcs = window.getComputedStyle;
 window.getComputedStyle = function (el) { const end = performance.now() + 100; while (performance.now() < end); return gcs.apply(this, arguments) };
 </script>`)

@@ -36,50 +36,114 @@ type Page struct {
 	stop    context.CancelFunc
 
 	mu      sync.Mutex
-	navSeq  int                     // main-frame navigations started
+	navSeq  int                     // main-frame loads started (Page.frameStartedLoading)
 	loading bool                    // main frame is loading
 	url     string                  // main frame's URL, from events
 	loaders []proto.NetworkLoaderID // the main frame's last committed loader ids (documents), newest last
+	nav     navCount                // main-frame navigation events counted
 	changed chan struct{}
 }
+
+// navCount counts the main frame's navigation events, so that an action can
+// tell what happened after it (see mark and land).
+type navCount struct {
+	requested int    // renderer-initiated navigations in this tab (Page.frameRequestedNavigation)
+	started   int    // navigations started (Page.frameStartedNavigating), same-document ones included
+	crossDoc  bool   // the last one started replaces the document
+	commits   int    // documents committed (Page.frameNavigated)
+	within    int    // same-document navigations done (Page.navigatedWithinDocument)
+	dest      string // the destination of the last navigation requested or started
+}
+
+// frameStartedNavigating is Page.frameStartedNavigating (Chromium 131+),
+// which go-rod's protocol package does not have: a navigation of the frame
+// started, browser- or renderer-initiated, with its loader id and kind.
+type frameStartedNavigating struct {
+	FrameID        proto.PageFrameID     `json:"frameId"`
+	URL            string                `json:"url"`
+	LoaderID       proto.NetworkLoaderID `json:"loaderId"`
+	NavigationType string                `json:"navigationType"`
+}
+
+// ProtoEvent is the event's protocol name.
+func (frameStartedNavigating) ProtoEvent() string { return "Page.frameStartedNavigating" }
 
 var _ agent.Page = (*Page)(nil)
 
 func newPage(pg *gorod.Page, timeout time.Duration, stop context.CancelFunc) *Page {
 	p := &Page{pg: pg, timeout: timeout, stop: stop, changed: make(chan struct{})}
 	main := pg.FrameID
-	// Track main-frame loading so an action that navigates (a link, a form
-	// submit) is followed by a wait for the new document.
-	wait := p.pg.EachEvent(
-		func(e *proto.PageFrameStartedLoading) {
-			if e.FrameID == main {
-				p.setLoading(true)
+	// Track the main frame's loading and navigations so that an action that
+	// navigates (a link, a form submit) is followed by a wait for the new
+	// document. One loop over the tab's raw messages keeps the events in
+	// Chromium's order (go-rod's EachEvent cannot decode an event its
+	// protocol package lacks: frameStartedNavigating).
+	restore := pg.EnableDomain(&proto.PageEnable{})
+	msgs := pg.Browser().Context(pg.GetContext()).Event()
+	go func() {
+		defer restore()
+		for msg := range msgs {
+			if msg.SessionID != pg.SessionID {
+				continue
 			}
-		},
-		func(e *proto.PageFrameStoppedLoading) {
-			if e.FrameID == main {
-				p.setLoading(false)
-			}
-		},
-		func(e *proto.PageFrameNavigated) {
-			if e.Frame.ParentID == "" && e.Frame.ID == main {
-				p.setCommitted(e.Frame.LoaderID, e.Frame.URL+e.Frame.URLFragment)
-			}
-		},
-		func(e *proto.PageNavigatedWithinDocument) {
-			if e.FrameID == main {
-				p.setURL(e.URL)
-			}
-		},
-	)
-	go wait()
+			p.event(main, msg)
+		}
+	}()
 	return p
 }
 
-func (p *Page) setURL(u string) {
+// event applies one of the tab's protocol events to the page's state.
+func (p *Page) event(main proto.PageFrameID, msg *gorod.Message) {
+	switch msg.Method {
+	case "Page.frameStartedLoading":
+		var e proto.PageFrameStartedLoading
+		if msg.Load(&e) && e.FrameID == main {
+			p.setLoading(true)
+		}
+	case "Page.frameStoppedLoading":
+		var e proto.PageFrameStoppedLoading
+		if msg.Load(&e) && e.FrameID == main {
+			p.setLoading(false)
+		}
+	case "Page.frameNavigated":
+		var e proto.PageFrameNavigated
+		if msg.Load(&e) && e.Frame.ParentID == "" && e.Frame.ID == main {
+			p.setCommitted(e.Frame.LoaderID, e.Frame.URL+e.Frame.URLFragment)
+		}
+	case "Page.navigatedWithinDocument":
+		var e proto.PageNavigatedWithinDocument
+		if msg.Load(&e) && e.FrameID == main {
+			p.setWithin(e.URL)
+		}
+	case "Page.frameRequestedNavigation":
+		var e proto.PageFrameRequestedNavigation
+		if msg.Load(&e) && e.FrameID == main && e.Disposition == proto.PageClientNavigationDispositionCurrentTab {
+			p.count(func(n *navCount) { n.requested++; n.dest = e.URL })
+		}
+	case "Page.frameStartedNavigating":
+		var e frameStartedNavigating
+		if msg.Load(&e) && e.FrameID == main {
+			same := e.NavigationType == "sameDocument" || e.NavigationType == "historySameDocument"
+			p.count(func(n *navCount) { n.started++; n.crossDoc = !same; n.dest = e.URL })
+		}
+	}
+}
+
+// setWithin records a same-document navigation of the main frame to u.
+func (p *Page) setWithin(u string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.url = u
+	p.nav.within++
+	p.notify()
+}
+
+// count applies f to the navigation counters and wakes the waiters.
+func (p *Page) count(f func(*navCount)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(&p.nav)
+	p.notify()
 }
 
 // maxLoaders is how many committed documents the page remembers: a
@@ -92,6 +156,7 @@ func (p *Page) setCommitted(loader proto.NetworkLoaderID, u string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.url = u
+	p.nav.commits++
 	if loader != "" {
 		p.loaders = append(p.loaders, loader)
 		if len(p.loaders) > maxLoaders {
@@ -226,27 +291,188 @@ func (p *Page) refreshRod(ctx context.Context) (wait func()) {
 // (the Navigation API's navigate event fires synchronously in the click or
 // submit that causes it); navigating reads the note. Chromium's own
 // loading events can reach us hundreds of milliseconds late on a busy
-// machine, so they cannot tell alone whether an action navigates.
+// machine, so they cannot tell alone whether an action navigates. A
+// download (<a download>) is not noted: it shows no new page, and the tab
+// stays where it is.
 func (p *Page) armNav(ctx context.Context) {
 	_, _ = p.evalJS(ctx, 0, `() => {
 		window.__pemNav = 0;
 		if (!window.__pemNavHooked && window.navigation) {
 			window.__pemNavHooked = 1;
-			navigation.addEventListener("navigate", () => { window.__pemNav = 1 });
+			navigation.addEventListener("navigate", (e) => { if (!e.downloadRequest) window.__pemNav = 1 });
 		}
 	}`)
 }
 
-func (p *Page) navigating(ctx context.Context, seq0 int) bool {
-	// A load still in progress from before the action (a slow image) is not
-	// the action's navigation; one the action started counts.
-	if seq, _, _ := p.state(); seq > seq0 {
+// mark is the page's navigation state before an action (see land).
+type mark struct {
+	seq int
+	navCount
+}
+
+// mark notes the navigation state before an action.
+func (p *Page) mark() mark {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return mark{seq: p.navSeq, navCount: p.nav}
+}
+
+// navSnap is the navigation state now, with the channel to wait on for a change.
+type navSnap struct {
+	seq     int
+	loading bool
+	navCount
+	changed <-chan struct{}
+}
+
+func (p *Page) snap() navSnap {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return navSnap{seq: p.navSeq, loading: p.loading, navCount: p.nav, changed: p.changed}
+}
+
+// moved reports whether the main frame has shown any sign of a navigation
+// since m: a load or a navigation started or requested, a commit, a
+// same-document change.
+func (s navSnap) moved(m mark) bool {
+	return s.seq > m.seq || s.requested > m.requested || s.started > m.started || s.commits > m.commits || s.within > m.within
+}
+
+// navigating reports whether the action after m started a navigation of the
+// main frame. Chromium's events say so when they have come (they can reach
+// us hundreds of milliseconds late on a busy machine); else the page's own
+// note of a navigate event (armNav) does, in one round trip. A page too
+// busy to answer that has not navigated unless the events say it has.
+func (p *Page) navigating(ctx context.Context, m mark) bool {
+	if p.snap().moved(m) {
 		return true
 	}
 	v, err := p.evalJS(ctx, 0, `() => window.__pemNav`)
+	if err != nil {
+		// The document was replaced under the call, or the page is busy:
+		// the events tell which.
+		return p.snap().moved(m)
+	}
 	// 0: same document, nothing requested; 1: navigation requested;
-	// undefined or an error: the document is already being replaced.
-	return err != nil || v.Value.Nil() || v.Value.Int() != 0
+	// undefined: the document has already been replaced.
+	return v.Value.Nil() || v.Value.Int() != 0
+}
+
+// afterAction waits, after a click or a key press noted by m, for what the
+// action did to the page: when it started a navigation, for the new
+// document to commit (the page then settles as after Navigate) or for the
+// same-document change; else for the DOM to go quiet, and if a script
+// navigated meanwhile, for that navigation in turn (at most settleMax). A
+// navigation that was started but shows no new page within the budget is an
+// error that says what the tab shows (land), never ok on the old document.
+func (p *Page) afterAction(ctx context.Context, op string, m mark) error {
+	budget := p.timeout
+	if !p.navigating(ctx, m) {
+		p.quiet(ctx, true)
+		if !p.snap().moved(m) {
+			return nil
+		}
+		budget = settleMax // a script navigated after the action
+	}
+	newDoc, err := p.land(ctx, op, m, budget)
+	if err != nil {
+		return err
+	}
+	if !newDoc {
+		p.quiet(ctx, true)
+		return nil
+	}
+	defer p.refreshRod(ctx)()
+	if p.quiet(ctx, false) {
+		p.waitStopped(ctx, 500*time.Millisecond) // let the loading events catch up
+	}
+	return nil
+}
+
+// land waits up to budget for the navigation started after m to show a
+// page: a new document committed in the main frame (newDoc) or a
+// same-document navigation done. A navigation that ends with no new
+// document (a 204, a download, one cancelled) or that has not committed
+// when the budget is spent (a slow server; a renderer whose main thread is
+// busy commits only when it is free) is an error naming the destination and
+// the page the tab shows; the latter is stopped first. When nothing at all
+// happened within the budget (a navigate event that the page cancelled),
+// there was no navigation: newDoc is false, err nil.
+func (p *Page) land(ctx context.Context, op string, m mark, budget time.Duration) (newDoc bool, err error) {
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	var stopped <-chan time.Time // the grace after loading stopped with no commit
+	for {
+		s := p.snap()
+		if s.commits > m.commits {
+			return true, nil
+		}
+		crossPending := s.started > m.started && s.crossDoc
+		if s.within > m.within && !crossPending {
+			return false, nil
+		}
+		if s.seq > m.seq && !s.loading && s.within == m.within && stopped == nil {
+			// Loading stopped with no new document: a 204, a download, a
+			// cancelled navigation — unless the commit's event is only late
+			// (events of two renderers, on a cross-site navigation).
+			stopped = time.After(noPageGrace)
+		}
+		select {
+		case <-s.changed:
+			continue
+		case <-stopped:
+			if s := p.snap(); s.commits == m.commits && s.within == m.within && !s.loading {
+				return false, fmt.Errorf("%s: the navigation it started to %s showed no page (an empty response such as a 204, a download, or a navigation cancelled by another); the tab still shows %s", op, dest(s, m), p.URL())
+			}
+			stopped = nil
+			continue
+		case <-wctx.Done():
+		}
+		s = p.snap()
+		if s.commits > m.commits || s.within > m.within && !(s.started > m.started && s.crossDoc) {
+			continue // it came at the deadline
+		}
+		if !s.moved(m) {
+			return false, nil
+		}
+		return false, p.abandonAction(ctx, op, dest(s, m), time.Since(start))
+	}
+}
+
+// noPageGrace is how long land waits, after the main frame stopped loading
+// with no new document, for a commit whose event comes late before it calls
+// the navigation one that showed no page.
+const noPageGrace = 100 * time.Millisecond
+
+// dest is the destination of the navigation started after m, as far as
+// the events tell.
+func dest(s navSnap, m mark) string {
+	if (s.requested > m.requested || s.started > m.started) && s.dest != "" {
+		return s.dest
+	}
+	return "another page"
+}
+
+// abandonAction stops the navigation an action started that has not
+// committed after waited, so that it cannot commit later, and returns the
+// error saying so. A renderer that is ready to commit but whose main thread
+// is busy (the old page's own script) cannot be stopped: Chromium holds the
+// stop until the commit. When the main frame is still loading after the
+// stop, the error says that the tab may still change.
+func (p *Page) abandonAction(ctx context.Context, op, to string, waited time.Duration) error {
+	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	_ = proto.PageStopLoading{}.Call(p.pg.Context(sctx))
+	cancel()
+	p.waitStopped(ctx, stopTimeout)
+	shown := p.URL()
+	if s := p.snap(); s.loading {
+		return fmt.Errorf("%s: timed out after %s waiting for the navigation it started to %s to commit (the page's main thread is busy); the tab still shows %s, but the navigation could not be stopped and may still replace it: read the page again before relying on it, or navigate anew", op, waited.Round(100*time.Millisecond), to, shown)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w before the page it opened (%s) was shown; the navigation was stopped and the tab still shows %s", op, err, to, shown)
+	}
+	return fmt.Errorf("%s: timed out after %s waiting for the navigation it started to %s to commit (a slow server, or a busy page); the navigation was stopped and the tab still shows %s: retry, raise the page timeout, or navigate to it", op, waited.Round(100*time.Millisecond), to, shown)
 }
 
 // hookJS runs at the start of every document the page loads: it records
@@ -526,15 +752,14 @@ func (p *Page) Click(ctx context.Context, selector string) error {
 		return p.actErr("click", selector, el, err)
 	}
 	p.armNav(ctx)
-	seq0, _, _ := p.state()
+	m := p.mark()
 	if err := p.pg.Mouse.MoveTo(*pt); err != nil {
 		return fmt.Errorf("click %q: %w", selector, err)
 	}
 	if err := p.pg.Mouse.Click(proto.InputMouseButtonLeft, 1); err != nil {
 		return fmt.Errorf("click %q: %w", selector, err)
 	}
-	p.settle(ctx, seq0, p.navigating(ctx, seq0))
-	return nil
+	return p.afterAction(ctx, fmt.Sprintf("click %q", selector), m)
 }
 
 // reachable scrolls el into view and waits (within el's context) until a
@@ -634,12 +859,11 @@ func (p *Page) Press(ctx context.Context, selector, key string) error {
 		return fmt.Errorf("press %s in %q: %w", key, selector, err)
 	}
 	p.armNav(ctx)
-	seq0, _, _ := p.state()
+	m := p.mark()
 	if err := p.pg.Context(el.GetContext()).Keyboard.Type(k); err != nil {
 		return fmt.Errorf("press %s in %q: %w", key, selector, err)
 	}
-	p.settle(ctx, seq0, p.navigating(ctx, seq0))
-	return nil
+	return p.afterAction(ctx, fmt.Sprintf("press %s in %q", key, selector), m)
 }
 
 // Text is the element's innerText (an input's value); "" reads the whole body.
