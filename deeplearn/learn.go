@@ -171,7 +171,7 @@ type domainResult struct {
 
 // stateFormat changes whenever the state file's layout, or the shape of
 // domainState, core, output or cachedTraces, changes.
-const stateFormat = 3
+const stateFormat = 4
 
 // stateMagic starts a domain's state file (<domain>.state); then come
 // three sections, each a uvarint length and its bytes:
@@ -237,6 +237,7 @@ type cachedTraces struct {
 type output struct {
 	Print string
 	Data  []byte
+	At    [2]int // where Data holds the time of a transition dated as of its run (dateSpan); [0, 0]: none
 }
 
 // domain mines one domain: the same inputs, in the same order, as Walk.
@@ -536,19 +537,31 @@ func (l *learner) domain(ctx context.Context, d string) (domainResult, error) {
 		}
 		p := finish(e.core, l.now, l.pol)
 		if p.Changed && l.opt.Encode != nil {
-			fp := outPrint(e.print, p.Facts)
-			if o, ok := oldOuts[e.key]; ok && o.Print == fp && fp != "" {
-				p.Data = o.Data
-			} else {
+			fp, dated := outPrint(e.print, p.Facts, l.now)
+			o, ok := oldOuts[e.key]
+			if ok && o.Print == fp && fp != "" {
+				// The same facts but, when dated, the time of the
+				// transition this run adds: that text is replaced.
+				if !dated {
+					p.Data = o.Data
+				} else {
+					p.Data = redate(o.Data, o.At, l.now)
+				}
+			}
+			if p.Data == nil {
 				data, err := l.opt.Encode(p.Facts)
 				if err != nil {
 					return res, fmt.Errorf("encoding the proposal for %s/%s: %w", d, e.key, err)
 				}
 				p.Data = data
 				res.stats.Encoded++
+				o = output{Print: fp, Data: data}
+				if dated {
+					o.At = dateSpan(data, l.now)
+				}
 			}
 			if kept[e.key] && fp != "" {
-				outs[e.key] = output{Print: fp, Data: p.Data}
+				outs[e.key] = o // as encoded: a re-dated encoding is not remembered again
 			}
 		}
 		res.proposals = append(res.proposals, p)
@@ -665,18 +678,73 @@ func (l *learner) listing(ctx context.Context, d string, old, next *domainState,
 // transition tell apart, so those and the fingerprint are enough; without
 // one, it is the facts' JSON (several times cheaper to make than their
 // YAML). "" if it cannot be made.
-func outPrint(print string, f *engine.Facts) string {
+//
+// dated says the last transition is dated now — the one finish adds when
+// the proposal supersedes its entry or changes its status: its time is
+// left out of the fingerprint (only that it is now), so that a run on
+// another day with nothing new finds the encoding it made and re-dates it
+// (redate) instead of encoding the proposal again. A last transition at
+// another time (the current entry's own history) is in the fingerprint.
+func outPrint(print string, f *engine.Facts, now time.Time) (fp string, dated bool) {
 	if print == "" {
-		return factsPrint(f)
+		return factsPrint(f), false
 	}
 	h := sha256.New()
 	io.WriteString(h, print)
 	fmt.Fprintf(h, "\x00%s\x00%s\x00%s\x00%d", f.Status, f.Revision, f.Supersedes, len(f.History))
 	if n := len(f.History); n > 0 {
 		t := f.History[n-1]
-		fmt.Fprintf(h, "\x00%s\x00%s\x00%d\x00%s", t.From, t.To, t.At.UnixNano(), t.Reason)
+		at := strconv.FormatInt(t.At.UnixNano(), 10)
+		if dated = t.At.Equal(now); dated {
+			at = "now"
+		}
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%s\x00%s", t.From, t.To, at, t.Reason)
 	}
-	return "e" + hex.EncodeToString(h.Sum(nil))
+	return "e" + hex.EncodeToString(h.Sum(nil)), dated
+}
+
+// dateSpan finds, in data (a proposal's encoding, Options.Encode), the text
+// of its last transition's time — the history is the last field of the
+// facts, the transition its last item, and only its reason follows —:
+// now in UTC as time.RFC3339Nano, the key "at" at the start of a line. It
+// returns its offset and length; [0, 0] when not found (another encoder):
+// then a run on another day encodes the proposal again.
+func dateSpan(data []byte, now time.Time) [2]int {
+	ts := now.UTC().Format(time.RFC3339Nano)
+	i := bytes.LastIndex(data, []byte("at: "+ts+"\n"))
+	if i <= 0 {
+		return [2]int{}
+	}
+	j := i
+	for j > 0 && data[j-1] == ' ' {
+		j--
+	}
+	if j == i || j == 0 || data[j-1] != '\n' || bytes.Contains(data[i+4+len(ts):], []byte("\n  - ")) {
+		return [2]int{} // not a key at a line's start, or not the last item
+	}
+	return [2]int{i + 4, len(ts)}
+}
+
+// redate is data, an encoding dateSpan found the transition's time in at
+// span, with that time replaced by now's; nil when span is not such a
+// time of data (a damaged state): then the proposal is encoded again.
+func redate(data []byte, span [2]int, now time.Time) []byte {
+	at, n := span[0], span[1]
+	if n <= 0 || at < 0 || at+n > len(data) {
+		return nil
+	}
+	was := string(data[at : at+n])
+	if _, err := time.Parse(time.RFC3339Nano, was); err != nil {
+		return nil
+	}
+	ts := now.UTC().Format(time.RFC3339Nano)
+	if ts == was {
+		return data
+	}
+	out := make([]byte, 0, len(data)-n+len(ts))
+	out = append(out, data[:at]...)
+	out = append(out, ts...)
+	return append(out, data[at+n:]...)
 }
 
 // factsPrint fingerprints everything of f an encoding shows (its JSON);

@@ -481,3 +481,118 @@ func mustConfig(t *testing.T, st *store.Store) engine.Config {
 	}
 	return cfg
 }
+
+// A run on another day with nothing new: a changed proposal that differs
+// from the last run's only in the time of the transition finish dates now
+// (it supersedes its entry, or changes its status) is that encoding with
+// the time replaced, not encoded again — and carries exactly the bytes an
+// encoding gives (learn checks every Data against store.Marshal). Every
+// other changed proposal is encoded. The clock moves forward and back, to
+// times whose text is longer (nanoseconds) and shorter.
+func TestLearnRedated(t *testing.T) {
+	st, entries := fixtureTree(t)
+	opt := Options{StateDir: filepath.Join(t.TempDir(), "state")}
+	type shape struct {
+		status, revision, supersedes, from, to, reason string
+		n                                              int
+		dated                                          bool
+	}
+	shapes := func(ps []Proposal, at time.Time) map[string]shape {
+		m := map[string]shape{}
+		for _, p := range ps {
+			if !p.Changed {
+				continue
+			}
+			f := p.Facts
+			s := shape{status: string(f.Status), revision: f.Revision, supersedes: f.Supersedes, n: len(f.History)}
+			if len(f.History) > 0 {
+				tr := f.History[len(f.History)-1]
+				s.from, s.to, s.reason, s.dated = string(tr.From), string(tr.To), tr.Reason, tr.At.Equal(at)
+			}
+			m[p.Domain+"/"+p.IntentKey] = s
+		}
+		return m
+	}
+	run := func(at time.Time) (map[string]shape, Stats) {
+		t.Helper()
+		got, stats := learn(t, st, Filter{}, at, opt)
+		if want := full(t, st, Filter{}, at); got != want {
+			t.Fatalf("%v: Learn differs from the full run:\n--- Learn\n%s\n--- full\n%s", at, got, want)
+		}
+		ps, _, _, err := Learn(context.Background(), st, Filter{}, at, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return shapes(ps, at), stats
+	}
+	last, _ := run(now)
+	dated := 0
+	for _, s := range last {
+		if s.dated {
+			dated++
+		}
+	}
+	if dated == 0 {
+		t.Fatal("no proposal of the fixture adds a transition dated now: the test tests nothing")
+	}
+	for _, at := range []time.Time{
+		now.Add(24 * time.Hour),
+		now.Add(48*time.Hour + 123456789),
+		now.Add(72*time.Hour + 5),
+		now.Add(24 * time.Hour), // back: shorter text again
+		now.AddDate(0, 2, 0),    // statuses decay
+	} {
+		cur, stats := run(at)
+		want := 0 // the changed proposals whose facts moved beyond the dated transition's time
+		for k, s := range cur {
+			if last[k] != s {
+				want++
+			}
+		}
+		if stats.Mined != 0 || stats.Reused != entries || stats.TracesRead != 0 {
+			t.Fatalf("%v: nothing new, yet %+v", at, stats)
+		}
+		if stats.Encoded != want {
+			t.Fatalf("%v: %d proposals encoded, want %d (%d changed, %d dated the day before)", at, stats.Encoded, want, len(cur), dated)
+		}
+		last = cur
+	}
+}
+
+// dateSpan finds only the last transition's time, as the key of a line.
+func TestDateSpan(t *testing.T) {
+	at := time.Date(2026, 12, 2, 9, 0, 0, 120, time.UTC)
+	ts := at.Format(time.RFC3339Nano)
+	f := &engine.Facts{Format: engine.Format, Domain: "a.example", Intent: "x", IntentKey: "x", Status: engine.Candidate,
+		Answers: []engine.Answer{{Value: "v", ObservedAt: at}},
+		History: []engine.Transition{{From: engine.Hypothesis, To: engine.Candidate, At: at, Reason: "r"}}}
+	data, err := store.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := dateSpan(data, at)
+	if span[1] != len(ts) || string(data[span[0]:span[0]+span[1]]) != ts || bytes.LastIndex(data, []byte(ts)) != span[0] {
+		t.Fatalf("span %v of\n%s", span, data)
+	}
+	later := at.Add(36 * time.Hour)
+	f.History[0].At = later
+	want, _ := store.Marshal(f)
+	if got := redate(data, span, later); !bytes.Equal(got, want) {
+		t.Fatalf("redated:\n%s\nwant\n%s", got, want)
+	}
+	if redate(data, [2]int{span[0] - 1, span[1]}, later) != nil || redate(data, [2]int{0, len(data) + 1}, later) != nil {
+		t.Fatal("redate replaced text that is not a time")
+	}
+	// Not the last item of the history, or only the answer's time: not found.
+	f.History = append(f.History, engine.Transition{From: engine.Candidate, To: engine.Hypothesis, At: at.Add(time.Hour), Reason: "r2"})
+	f.History[0].At = at
+	data, _ = store.Marshal(f)
+	if span := dateSpan(data, at); span != [2]int{} {
+		t.Fatalf("found %v: a transition before the last, or observed_at\n%s", span, data)
+	}
+	f.History = nil
+	data, _ = store.Marshal(f)
+	if span := dateSpan(data, at); span != [2]int{} {
+		t.Fatalf("found %v in a facts without history\n%s", span, data)
+	}
+}

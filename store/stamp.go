@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 
@@ -65,7 +64,7 @@ func (s *Store) TraceDirStamp(domain, day string) (string, bool) {
 	if err != nil || !fi.IsDir() || !trusted(fi, s.now()) {
 		return "", false
 	}
-	return fmt.Sprintf("%+v", idOf(fi)), true
+	return idOf(fi).stamp(), true
 }
 
 // TraceDayRefs lists the traces of one day directory of domain, as
@@ -102,7 +101,7 @@ func (s *Store) stamp(rel string) (string, bool) {
 	if err != nil || !fi.Mode().IsRegular() || !trusted(fi, s.now()) {
 		return "", false
 	}
-	return fmt.Sprintf("%+v", idOf(fi)), true
+	return idOf(fi).stamp(), true
 }
 
 // noCache is an LRU that keeps nothing: batch reads that must not fill the
