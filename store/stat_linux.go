@@ -47,3 +47,19 @@ func (id fileID) stamp() string {
 	b = strconv.AppendUint(b, uint64(id.mode), 8)
 	return string(b)
 }
+
+// dirID is the identity a listed directory was recorded with.
+func dirID(d ListedDir) fileID {
+	return fileID{dev: d.Dev, ino: d.Ino, size: d.Size, mtime: d.Mtime, ctime: d.Ctime, mode: fs.ModeDir | 0o755}
+}
+
+// listedDir records a directory's names with its identity id.
+func listedDir(id fileID, names string) ListedDir {
+	return ListedDir{Dev: id.dev, Ino: id.ino, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, Names: names}
+}
+
+// sameDir reports whether two identities are one version of one directory
+// (its mode aside).
+func sameDir(a, b fileID) bool {
+	return a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime
+}

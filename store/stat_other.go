@@ -35,3 +35,18 @@ func (id fileID) stamp() string {
 	b = strconv.AppendUint(b, uint64(id.mode), 8)
 	return string(b)
 }
+
+// dirID is the identity a listed directory was recorded with; without an
+// inode (unique is false) TraceRefsListing never reuses a listing here.
+func dirID(d ListedDir) fileID {
+	return fileID{size: d.Size, mtime: d.Mtime, ctime: d.Ctime, mode: fs.ModeDir | 0o755}
+}
+
+// listedDir records a directory's names with its identity id.
+func listedDir(id fileID, names string) ListedDir {
+	return ListedDir{Size: id.size, Mtime: id.mtime, Ctime: id.ctime, Names: names}
+}
+
+// sameDir is false: without an inode two identities cannot be told to be
+// one directory.
+func sameDir(a, b fileID) bool { return false }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -70,13 +69,8 @@ func splitNames(s string) []string {
 	return out
 }
 
-func (d ListedDir) id() fileID {
-	return fileID{dev: d.Dev, ino: d.Ino, size: d.Size, mtime: d.Mtime, ctime: d.Ctime, mode: fs.ModeDir | 0o755}
-}
-
-func sameDir(a, b fileID) bool {
-	return a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime
-}
+// id is the directory identity d was listed at (dirID, in stat_*.go).
+func (d ListedDir) id() fileID { return dirID(d) }
 
 // TraceRefsListing lists every trace as TraceRefs(ctx, "") does (the same
 // refs in the same order), reusing from prev (nil: nothing) the names of
@@ -106,7 +100,7 @@ func (s *Store) TraceRefsListing(ctx context.Context, prev *TraceListing) ([]eng
 			return nil, err
 		}
 		if clean && fi != nil && fi.IsDir() && id.unique() && trusted(fi, start) {
-			next.Dirs[dir] = ListedDir{Dev: id.dev, Ino: id.ino, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, Names: joinNames(ns)}
+			next.Dirs[dir] = listedDir(id, joinNames(ns))
 		}
 		return ns, nil
 	}

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command benchscale is `make bench-scale`: it generates knowledge trees with
 // store/treegen in a temporary directory (nothing is written into the
 // repository), builds pem there, and prints every row of the scale table of
