@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime/debug"
 	"time"
@@ -89,8 +88,8 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 	// A full run over a large tree makes garbage faster than the collector's
 	// default pace returns it: a soft limit keeps the process near its live
 	// heap (the goal is ≤ 512 MB at 100,000 traces). GOMEMLIMIT, when set, wins.
-	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(deepLearnMemoryLimit))
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set { // a value, or "off"
+		defer limitMemoryTo(deepLearnMemoryLimit)()
 		// Under that limit the collector need not run at the default pace:
 		// an incremental run's live heap is small, and collecting it every
 		// time it doubled was a sixth of the run's CPU. GOGC, when set, wins.
