@@ -3,9 +3,7 @@ package store
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
-	"reflect"
 	"runtime"
 
 	"github.com/pemdev/pem/engine"
@@ -18,7 +16,7 @@ import (
 // (docs/performance.md, "Consolidation"); every entry it touches it wrote
 // itself in an earlier run, from a value it had in memory. So PutRecords
 // keeps that value in the decoded cache, and the next process that reads
-// the entry decodes gob instead of YAML.
+// the entry decodes its binary form (expcodec.go) instead of YAML.
 //
 // A file just written has an identity younger than the racy window: a
 // same-size edit in place within the file system's clock tick could keep
@@ -26,15 +24,15 @@ import (
 // of the YAML bytes written instead, and a read checks the file's bytes
 // against it (one read and a hash of a few kilobytes, far cheaper than the
 // YAML decode). Only values that decode back to themselves are kept:
-// those whose times are all in UTC, which Marshal encodes in one pass
-// (utcOnly); the others would come back with their times moved to UTC.
+// those whose times are all in UTC (the codec declines the others, which
+// would come back with their times moved to UTC).
 
 // verifiedHead is the first lines of a cache file keyed by content.
 func verifiedHead(sum []byte) string {
 	return decodedHeader + "types " + typePrint() + "\nsum " + hex.EncodeToString(sum) + "\n"
 }
 
-// verifiedBody returns the gob of a content-keyed cache file data of rel,
+// verifiedBody returns the body of a content-keyed cache file data of rel,
 // when rel holds the bytes it was made from.
 func (s *Store) verifiedBody(rel, kind string, data []byte) ([]byte, bool) {
 	prefix := decodedHeader + "types " + typePrint() + "\nsum "
@@ -59,16 +57,15 @@ func (s *Store) verifiedBody(rel, kind string, data []byte) ([]byte, bool) {
 func (s *Store) cacheWritten(writes []*fileWrite, values []*engine.Experience) {
 	_ = forEach(len(writes), runtime.GOMAXPROCS(0), func(i int) error {
 		w, v := writes[i], values[i]
-		if !w.placed || !utcOnly(reflect.ValueOf(v), 0) {
+		if !w.placed {
 			return nil
 		}
 		sum := sha256.Sum256(w.data)
-		var b bytes.Buffer
-		b.WriteString(verifiedHead(sum[:]))
-		if gob.NewEncoder(&b).Encode(v) != nil {
+		b, ok := appendBody([]byte(verifiedHead(sum[:])), v)
+		if !ok {
 			return nil
 		}
-		s.writeCacheFile(decodedPath(w.rel), b.Bytes())
+		s.writeCacheFile(decodedPath(w.rel), b)
 		return nil
 	})
 }

@@ -58,9 +58,9 @@ func TestPutRecordsDecodedCache(t *testing.T) {
 	// the YAML was not decoded.
 	other := experienceWith("find the price", 2)
 	head := good[:bytes.Index(good, []byte("\nsum "))+len("\nsum ")+64+1]
-	body, err := store.GobForTest(other)
-	if err != nil {
-		t.Fatal(err)
+	body, ok := store.DecodedBodyForTest(other)
+	if !ok {
+		t.Fatal("test setup: the value was not encoded")
 	}
 	swapped := append(append([]byte(nil), head...), body...)
 	if err := os.WriteFile(cache, swapped, 0o644); err != nil {
