@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"io"
 	"math"
 	"time"
 
@@ -465,3 +466,96 @@ func (r *binReader) experience(x *engine.Experience) {
 	d.LastSuccessAt = r.time()
 	d.LastFailureAt = r.time()
 }
+
+// BinEncoder writes a stream of values in the decoded cache's binary form:
+// experiences (as appendExperienceBin does) and the integers and strings
+// around them, a string written once referred back to afterwards in the
+// whole stream. Other caches of many entries use it (consolidate's summary
+// cache), so that they neither run gob's reflection over every evidence
+// item nor keep a second format of the same records.
+type BinEncoder struct{ w binWriter }
+
+// NewBinEncoder returns an encoder appending to b.
+func NewBinEncoder(b []byte) *BinEncoder {
+	return &BinEncoder{w: binWriter{b: b, ok: true, seen: map[string]int{}}}
+}
+
+// Experience appends x; false (and the stream is unusable) when the codec
+// is off or x holds a time outside UTC.
+func (e *BinEncoder) Experience(x *engine.Experience) bool {
+	if !experienceLayoutOK() {
+		e.w.ok = false
+	}
+	if e.w.ok {
+		e.w.experience(x)
+	}
+	return e.w.ok
+}
+
+func (e *BinEncoder) Int(v int64)     { e.w.int(v) }
+func (e *BinEncoder) String(s string) { e.w.str(s) }
+func (e *BinEncoder) Blob(b []byte)   { e.w.uint(uint64(len(b))); e.w.b = append(e.w.b, b...) }
+func (e *BinEncoder) OK() bool        { return e.w.ok }
+func (e *BinEncoder) Bytes() []byte   { return e.w.b }
+
+// BinDecoder reads what a BinEncoder wrote, in the same order. Any damage
+// makes OK false from then on (reads return zero values); it never panics.
+type BinDecoder struct{ r binReader }
+
+// NewBinDecoder returns a decoder of b.
+func NewBinDecoder(b []byte) *BinDecoder { return &BinDecoder{r: binReader{b: b, ok: true}} }
+
+// Experience reads one experience (nil when the stream is damaged).
+func (d *BinDecoder) Experience() *engine.Experience {
+	if !experienceLayoutOK() {
+		d.r.ok = false
+	}
+	if !d.r.ok {
+		return nil
+	}
+	x := new(engine.Experience)
+	d.r.experience(x)
+	if !d.r.ok {
+		return nil
+	}
+	return x
+}
+
+func (d *BinDecoder) Int() int64     { return d.r.int64() }
+func (d *BinDecoder) String() string { return d.r.str() }
+
+// Blob returns the next blob (aliasing the decoder's input).
+func (d *BinDecoder) Blob() []byte {
+	n := d.r.uint()
+	if !d.r.ok || n > uint64(len(d.r.b)) {
+		d.r.ok = false
+		return nil
+	}
+	b := d.r.b[:n]
+	d.r.b = d.r.b[n:]
+	return b
+}
+
+// OK reports whether everything read so far was whole.
+func (d *BinDecoder) OK() bool { return d.r.ok }
+
+// Done reports whether the stream was read whole and to its end.
+func (d *BinDecoder) Done() bool { return d.r.ok && len(d.r.b) == 0 }
+
+// RawString appends s without entering it in the back-references (a long
+// string written once: a directory's listing).
+func (e *BinEncoder) RawString(s string) {
+	e.w.uint(uint64(len(s)))
+	e.w.b = append(e.w.b, s...)
+}
+
+// Flush writes what was encoded so far to w and empties the buffer (the
+// back-references stay: they count strings, not bytes).
+func (e *BinEncoder) Flush(w io.Writer) error {
+	_, err := w.Write(e.w.b)
+	e.w.b = e.w.b[:0]
+	return err
+}
+
+// RawString reads what BinEncoder.RawString wrote.
+func (d *BinDecoder) RawString() string { return string(d.Blob()) }
