@@ -30,8 +30,8 @@ import (
 // read: the first run after an upgrade reads every file once.
 const (
 	cacheName   = "pem-consolidate.cache"
-	cacheFormat = 4 // 2: evidence keeps steps, revision and verdicts; 3: the digest; 4: store's binary stream, not gob
-	cacheHeader = "pem consolidate cache 4\n"
+	cacheFormat = 5 // 2: evidence keeps steps, revision and verdicts; 3: the digest; 5: store's binary stream, not gob
+	cacheHeader = "pem consolidate cache 5\n"
 	racyWindow  = 2 * time.Second
 )
 

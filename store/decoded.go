@@ -44,7 +44,7 @@ import (
 // .pem-cache is removed (it is never read: no YAML file has its identity).
 const (
 	decodedDir    = cacheDir + "/decoded"
-	decodedHeader = "pem decoded 2\n" // 2: the body is expcodec.go's, not gob
+	decodedHeader = "pem decoded 3\n" // 3: the body is expcodec.go's, not gob
 )
 
 // decodable: the kinds kept in the decoded cache, each with a new value

@@ -22,7 +22,9 @@ import (
 // bits, times seconds and nanoseconds in UTC (a value with a time
 // elsewhere is not cached: it would not come back the same), strings
 // length and bytes with back-references to a string already written in the
-// same value (outcomes, sessions, patterns repeat), and slices and maps
+// same value (outcomes, sessions, patterns repeat; trace ids, written once,
+// are not entered), decoded as substrings of one copy of the input (not an
+// allocation each), and slices and maps
 // their length plus one (0: nil, so nil and empty come back as they were).
 // A decode checks every length against the bytes left and fails, never
 // panics, on a damaged file; the caller then decodes the YAML.
@@ -47,10 +49,10 @@ func decodeExperienceBin(b []byte) (*engine.Experience, bool) {
 	if !experienceLayoutOK() {
 		return nil, false
 	}
-	r := binReader{b: b, ok: true}
+	r := binReader{s: string(b), ok: true}
 	x := new(engine.Experience)
 	r.experience(x)
-	if !r.ok || len(r.b) != 0 {
+	if !r.ok || len(r.s) != 0 {
 		return nil, false
 	}
 	return x, true
@@ -77,14 +79,22 @@ func (w *binWriter) time(t time.Time) {
 	w.uint(uint64(t.Nanosecond()))
 }
 
-// str: 0 and the bytes for a string not written before, else its index + 1.
+// str: 0 and the bytes for a string not written before, else its index + 2.
 func (w *binWriter) str(s string) {
 	if i, ok := w.seen[s]; ok {
-		w.uint(uint64(i) + 1)
+		w.uint(uint64(i) + 2)
 		return
 	}
 	w.seen[s] = len(w.seen)
 	w.uint(0)
+	w.uint(uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+
+// id: 1 and the bytes, never referred back to (a trace id is written once:
+// entering 100,000 of them in the table would only cost).
+func (w *binWriter) id(s string) {
+	w.uint(1)
 	w.uint(uint64(len(s)))
 	w.b = append(w.b, s...)
 }
@@ -159,7 +169,7 @@ func (w *binWriter) experience(x *engine.Experience) {
 	w.count(len(x.Evidence), x.Evidence == nil)
 	for i := range x.Evidence {
 		e := &x.Evidence[i]
-		w.str(e.Trace)
+		w.id(e.Trace)
 		w.time(e.At)
 		w.str(string(e.Outcome))
 		w.str(string(e.Category))
@@ -179,7 +189,7 @@ func (w *binWriter) experience(x *engine.Experience) {
 		w.str(a.SourceURL)
 		w.count(len(a.Reads), a.Reads == nil)
 		for _, rd := range a.Reads {
-			w.str(rd.Trace)
+			w.id(rd.Trace)
 			w.str(rd.Session)
 			w.time(rd.At)
 		}
@@ -216,8 +226,10 @@ func (w *binWriter) experience(x *engine.Experience) {
 	w.time(d.LastFailureAt)
 }
 
+// binReader reads from a string: the strings it returns are substrings of
+// it (one copy of the input, not one allocation per string).
 type binReader struct {
-	b    []byte
+	s    string
 	ok   bool
 	strs []string
 }
@@ -226,25 +238,28 @@ func (r *binReader) uint() uint64 {
 	if !r.ok {
 		return 0
 	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.ok = false
-		return 0
+	var v uint64
+	for i := 0; i < len(r.s) && i < binary.MaxVarintLen64; i++ {
+		c := r.s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				break // overflow
+			}
+			r.s = r.s[i+1:]
+			return v | uint64(c)<<(7*i)
+		}
+		v |= uint64(c&0x7f) << (7 * i)
 	}
-	r.b = r.b[n:]
-	return v
+	r.ok = false
+	return 0
 }
 
 func (r *binReader) int64() int64 {
-	if !r.ok {
-		return 0
+	u := r.uint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.ok = false
-		return 0
-	}
-	r.b = r.b[n:]
 	return v
 }
 
@@ -259,13 +274,16 @@ func (r *binReader) int() int {
 }
 
 func (r *binReader) float() float64 {
-	if !r.ok || len(r.b) < 8 {
+	if !r.ok || len(r.s) < 8 {
 		r.ok = false
 		return 0
 	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
-	r.b = r.b[8:]
-	return v
+	var u uint64
+	for i := 7; i >= 0; i-- {
+		u = u<<8 | uint64(r.s[i])
+	}
+	r.s = r.s[8:]
+	return math.Float64frombits(u)
 }
 
 func (r *binReader) time() time.Time {
@@ -278,27 +296,34 @@ func (r *binReader) time() time.Time {
 	return time.Unix(sec, int64(ns)).UTC()
 }
 
-func (r *binReader) str() string {
-	i := r.uint()
-	if !r.ok {
-		return ""
-	}
-	if i > 0 {
-		if i > uint64(len(r.strs)) {
-			r.ok = false
-			return ""
-		}
-		return r.strs[i-1]
-	}
-	n := r.uint()
-	if !r.ok || n > uint64(len(r.b)) {
+// bytes returns the next n bytes.
+func (r *binReader) bytes(n uint64) string {
+	if !r.ok || n > uint64(len(r.s)) {
 		r.ok = false
 		return ""
 	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	r.strs = append(r.strs, s)
+	s := r.s[:n]
+	r.s = r.s[n:]
 	return s
+}
+
+func (r *binReader) str() string {
+	switch i := r.uint(); {
+	case !r.ok:
+		return ""
+	case i == 0:
+		s := r.bytes(r.uint())
+		if r.ok {
+			r.strs = append(r.strs, s)
+		}
+		return s
+	case i == 1:
+		return r.bytes(r.uint())
+	case i-2 < uint64(len(r.strs)):
+		return r.strs[i-2]
+	}
+	r.ok = false
+	return ""
 }
 
 // count reads a length written by binWriter.count: nil, and the length
@@ -312,7 +337,7 @@ func (r *binReader) count() (n int, isNil bool) {
 	if c == 0 {
 		return 0, true
 	}
-	if c-1 > uint64(len(r.b)) {
+	if c-1 > uint64(len(r.s)) {
 		r.ok = false
 		return 0, true
 	}
@@ -503,7 +528,7 @@ func (e *BinEncoder) Bytes() []byte   { return e.w.b }
 type BinDecoder struct{ r binReader }
 
 // NewBinDecoder returns a decoder of b.
-func NewBinDecoder(b []byte) *BinDecoder { return &BinDecoder{r: binReader{b: b, ok: true}} }
+func NewBinDecoder(b []byte) *BinDecoder { return &BinDecoder{r: binReader{s: string(b), ok: true}} }
 
 // Experience reads one experience (nil when the stream is damaged).
 func (d *BinDecoder) Experience() *engine.Experience {
@@ -524,23 +549,11 @@ func (d *BinDecoder) Experience() *engine.Experience {
 func (d *BinDecoder) Int() int64     { return d.r.int64() }
 func (d *BinDecoder) String() string { return d.r.str() }
 
-// Blob returns the next blob (aliasing the decoder's input).
-func (d *BinDecoder) Blob() []byte {
-	n := d.r.uint()
-	if !d.r.ok || n > uint64(len(d.r.b)) {
-		d.r.ok = false
-		return nil
-	}
-	b := d.r.b[:n]
-	d.r.b = d.r.b[n:]
-	return b
-}
-
 // OK reports whether everything read so far was whole.
 func (d *BinDecoder) OK() bool { return d.r.ok }
 
 // Done reports whether the stream was read whole and to its end.
-func (d *BinDecoder) Done() bool { return d.r.ok && len(d.r.b) == 0 }
+func (d *BinDecoder) Done() bool { return d.r.ok && len(d.r.s) == 0 }
 
 // RawString appends s without entering it in the back-references (a long
 // string written once: a directory's listing).
@@ -557,5 +570,6 @@ func (e *BinEncoder) Flush(w io.Writer) error {
 	return err
 }
 
-// RawString reads what BinEncoder.RawString wrote.
-func (d *BinDecoder) RawString() string { return string(d.Blob()) }
+// RawString reads what BinEncoder.RawString wrote (a substring of the
+// decoder's copy of its input).
+func (d *BinDecoder) RawString() string { return d.r.bytes(d.r.uint()) }
