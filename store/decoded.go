@@ -176,12 +176,19 @@ func (s *Store) writeCacheFile(rel string, data []byte) {
 	if err := s.cacheDirs(dir); err != nil {
 		return
 	}
+	replaceCacheFile(s.root, rel, data)
+}
+
+// replaceCacheFile writes data to name under r through a temporary file
+// renamed into place (no fsync).
+func replaceCacheFile(r *os.Root, name string, data []byte) {
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return
 	}
-	tmp := dir + "/." + path.Base(rel) + "." + hex.EncodeToString(rnd[:]) + ".tmp"
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	dir, base := path.Split(name)
+	tmp := dir + "." + base + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return
 	}
@@ -190,9 +197,26 @@ func (s *Store) writeCacheFile(rel string, data []byte) {
 		err = cerr
 	}
 	if err == nil {
-		err = s.root.Rename(tmp, rel)
+		err = r.Rename(tmp, name)
 	}
 	if err != nil {
-		_ = s.root.Remove(tmp)
+		_ = r.Remove(tmp)
+	}
+}
+
+// writeCacheFiles is writeCacheFile for many files of one directory: the
+// directory is opened once as its own root, so that each file costs a
+// create and a rename in it, not two walks from the tree's root.
+func (s *Store) writeCacheFiles(dir string, names []string, data [][]byte) {
+	if err := s.cacheDirs(dir); err != nil {
+		return
+	}
+	r, err := s.root.OpenRoot(dir)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	for i, name := range names {
+		replaceCacheFile(r, name, data[i])
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"path"
 	"runtime"
+	"strings"
 
 	"github.com/pemdev/pem/engine"
 )
@@ -55,17 +57,42 @@ func (s *Store) verifiedBody(rel, kind string, data []byte) ([]byte, bool) {
 // cacheWritten writes the decoded cache of each experience a batch placed
 // (writes[i] holds values[i]); best effort, like every cache write.
 func (s *Store) cacheWritten(writes []*fileWrite, values []*engine.Experience) {
+	bodies := make([][]byte, len(writes))
 	_ = forEach(len(writes), runtime.GOMAXPROCS(0), func(i int) error {
 		w, v := writes[i], values[i]
 		if !w.placed {
 			return nil
 		}
 		sum := sha256.Sum256(w.data)
-		b, ok := appendBody([]byte(verifiedHead(sum[:])), v)
-		if !ok {
-			return nil
+		if b, ok := appendBody([]byte(verifiedHead(sum[:])), v); ok {
+			bodies[i] = b
 		}
-		s.writeCacheFile(decodedPath(w.rel), b)
+		return nil
+	})
+	// One root per cache directory (writeCacheFiles).
+	type group struct {
+		names  []string
+		bodies [][]byte
+	}
+	var dirs []string
+	groups := map[string]*group{}
+	for i, w := range writes {
+		if bodies[i] == nil {
+			continue
+		}
+		dir, name := path.Split(decodedPath(w.rel))
+		dir = strings.TrimSuffix(dir, "/")
+		g := groups[dir]
+		if g == nil {
+			g = &group{}
+			groups[dir] = g
+			dirs = append(dirs, dir)
+		}
+		g.names, g.bodies = append(g.names, name), append(g.bodies, bodies[i])
+	}
+	_ = forEach(len(dirs), runtime.GOMAXPROCS(0), func(i int) error {
+		g := groups[dirs[i]]
+		s.writeCacheFiles(dirs[i], g.names, g.bodies)
 		return nil
 	})
 }
