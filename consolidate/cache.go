@@ -114,8 +114,9 @@ func openCache(repo *gitrepo.Repo, off bool) *cache {
 }
 
 // encodeCache writes cf to w as the cache file (streamed: no second copy
-// of a cache of many megabytes); false when a value would not round-trip
-// (a time outside UTC: nothing is written then).
+// of a cache of many megabytes); an error when a value would not round-trip
+// (a time outside UTC; experienceSummary keeps none), and save then leaves
+// the cache as it was. The decoded file's strings share one copy of it.
 func encodeCache(w io.Writer, cf *cacheFile) error {
 	if _, err := io.WriteString(w, cacheHeader); err != nil {
 		return err
