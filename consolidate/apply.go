@@ -232,14 +232,14 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 		}
 	}
 	// Site entries first: a join, so a run killed after writing one folds
-	// the same runs into it again with the same result.
-	for _, s := range plan.Sites {
-		rel, err := st.PutSite(ctx, s)
+	// the same runs into it again with the same result. One batch (as the
+	// records below): every site durable before any facts file changes.
+	if len(plan.Sites) > 0 {
+		rels, err := st.PutSites(ctx, plan.Sites, func(string) { testHookWrite() })
 		if err != nil {
 			return fmt.Errorf("writing the consolidation (the next run completes it): %w", err)
 		}
-		res.Written = append(res.Written, rel)
-		testHookWrite()
+		res.Written = append(res.Written, rels...)
 	}
 	// One batch: every file goes to an fsynced temporary file first, then
 	// all facts are renamed into place (their directories fsynced), then all

@@ -1,9 +1,10 @@
 package consolidate
 
 import (
-	"bufio"
+	"bytes"
 	"context"
-	"encoding/gob"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,9 +21,17 @@ import (
 // modification time and summary, and is only a cache: a file whose size or
 // mtime differs, or that changed within racyWindow of the cache's writing,
 // is read again; a missing or unreadable cache means reading everything.
+//
+// The file is a header line and then store's binary stream (store.BinEncoder:
+// the decoded cache's form of evidence and digests, strings written once and
+// referred back to): gob spent ~0.6 s a run at 10,000 entries decoding and
+// encoding every evidence item by reflection (docs/performance.md,
+// "Consolidation"). A file of an older format (gob, formats 1–3) is not
+// read: the first run after an upgrade reads every file once.
 const (
 	cacheName   = "pem-consolidate.cache"
-	cacheFormat = 3 // 2: evidence keeps steps, revision and verdicts; 3: the digest (Traces, added later, is optional: gob leaves it nil in an older cache, and an older pem skips it)
+	cacheFormat = 5 // 2: evidence keeps steps, revision and verdicts; 3: the digest; 5: store's binary stream, not gob
+	cacheHeader = "pem consolidate cache 5\n"
 	racyWindow  = 2 * time.Second
 )
 
@@ -47,11 +56,17 @@ type summary struct {
 	PageText bool
 }
 
+// experienceSummary keeps what Load needs of an experience, its times in
+// UTC (the same instants; the cache's binary form keeps only UTC).
 func experienceSummary(x *engine.Experience) *summary {
 	s := &summary{Evidence: make([]engine.Evidence, len(x.Evidence)), Digest: x.Digest.Clone()}
 	for i, e := range x.Evidence {
-		s.Evidence[i] = engine.Evidence{Trace: e.Trace, At: e.At, Outcome: e.Outcome, Category: e.Category, Session: e.Session,
-			Steps: e.Steps, Revision: e.Revision, Verdict: e.Verdict, VerdictBy: e.VerdictBy, VerdictAt: e.VerdictAt}
+		s.Evidence[i] = engine.Evidence{Trace: e.Trace, At: e.At.UTC(), Outcome: e.Outcome, Category: e.Category, Session: e.Session,
+			Steps: e.Steps, Revision: e.Revision, Verdict: e.Verdict, VerdictBy: e.VerdictBy, VerdictAt: e.VerdictAt.UTC()}
+	}
+	if d := s.Digest; d != nil {
+		d.Before, d.Newest, d.Judged = d.Before.UTC(), d.Newest.UTC(), d.Judged.UTC()
+		d.LastSuccessAt, d.LastFailureAt = d.LastSuccessAt.UTC(), d.LastFailureAt.UTC()
 	}
 	return s
 }
@@ -92,14 +107,106 @@ func openCache(repo *gitrepo.Repo, off bool) *cache {
 		return c
 	}
 	c.root, c.path = repo.TreeDir(), repo.StatePath(cacheName)
-	if f, err := os.Open(c.path); err == nil {
-		var cf cacheFile
-		if gob.NewDecoder(bufio.NewReaderSize(f, 1<<16)).Decode(&cf) == nil && cf.Format == cacheFormat {
-			c.old = &cf
-		}
-		f.Close()
+	if data, err := os.ReadFile(c.path); err == nil {
+		c.old = decodeCache(data)
 	}
 	return c
+}
+
+// encodeCache writes cf to w as the cache file (streamed: no second copy
+// of a cache of many megabytes); an error when a value would not round-trip
+// (a time outside UTC; experienceSummary keeps none), and save then leaves
+// the cache as it was. The decoded file's strings share one copy of it.
+func encodeCache(w io.Writer, cf *cacheFile) error {
+	if _, err := io.WriteString(w, cacheHeader); err != nil {
+		return err
+	}
+	e := store.NewBinEncoder(make([]byte, 0, 1<<16))
+	e.Int(cf.Written)
+	e.Int(int64(len(cf.Files)))
+	for rel, f := range cf.Files {
+		e.String(rel)
+		e.Int(f.Size)
+		e.Int(f.Mod)
+		if !e.Experience(&engine.Experience{Evidence: f.Sum.Evidence, Digest: f.Sum.Digest}) {
+			return errors.New("a summary the binary form does not keep")
+		}
+		e.String(string(f.Sum.Status))
+		e.String(f.Sum.Revision)
+		page := int64(0)
+		if f.Sum.PageText {
+			page = 1
+		}
+		e.Int(page)
+		if len(e.Bytes()) >= 1<<16 {
+			if err := e.Flush(w); err != nil {
+				return err
+			}
+		}
+	}
+	if t := cf.Traces; t == nil {
+		e.Int(-1)
+	} else {
+		e.Int(int64(len(t.Dirs)))
+		for k, d := range t.Dirs {
+			e.String(k)
+			e.Int(int64(d.Dev))
+			e.Int(int64(d.Ino))
+			e.Int(d.Size)
+			e.Int(d.Mtime)
+			e.Int(d.Ctime)
+			e.RawString(d.Names)
+			if len(e.Bytes()) >= 1<<16 {
+				if err := e.Flush(w); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return e.Flush(w)
+}
+
+// decodeCache reads a cache file; nil when it is of another format or
+// damaged (then nothing of it is believed).
+func decodeCache(data []byte) *cacheFile {
+	body, ok := bytes.CutPrefix(data, []byte(cacheHeader))
+	if !ok {
+		return nil
+	}
+	d := store.NewBinDecoder(body)
+	cf := &cacheFile{Format: cacheFormat, Written: d.Int()}
+	n := d.Int()
+	if !d.OK() || n < 0 || n > int64(len(body)) {
+		return nil
+	}
+	cf.Files = make(map[string]cachedFile, n)
+	for i := int64(0); i < n && d.OK(); i++ {
+		rel := d.String()
+		f := cachedFile{Size: d.Int(), Mod: d.Int()}
+		x := d.Experience()
+		if x == nil {
+			return nil
+		}
+		f.Sum = summary{Evidence: x.Evidence, Digest: x.Digest, Status: engine.Status(d.String()), Revision: d.String(), PageText: d.Int() == 1}
+		cf.Files[rel] = f
+	}
+	switch dirs := d.Int(); {
+	case !d.OK():
+		return nil
+	case dirs >= 0:
+		if dirs > int64(len(body)) {
+			return nil
+		}
+		cf.Traces = &store.TraceListing{Dirs: make(map[string]store.ListedDir, dirs)}
+		for i := int64(0); i < dirs && d.OK(); i++ {
+			k := d.String()
+			cf.Traces.Dirs[k] = store.ListedDir{Dev: uint64(d.Int()), Ino: uint64(d.Int()), Size: d.Int(), Mtime: d.Int(), Ctime: d.Int(), Names: d.RawString()}
+		}
+	}
+	if !d.Done() {
+		return nil
+	}
+	return cf
 }
 
 func (c *cache) enabled() bool { return c.path != "" }
@@ -179,11 +286,7 @@ func (c *cache) save(files []*entryFile, traces *store.TraceListing) {
 	if err != nil {
 		return
 	}
-	w := bufio.NewWriterSize(f, 1<<16)
-	err = gob.NewEncoder(w).Encode(&cf)
-	if err == nil {
-		err = w.Flush()
-	}
+	err = encodeCache(f, &cf)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

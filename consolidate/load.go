@@ -105,7 +105,14 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 	if err := parallel(ctx, len(miss), func(i int) error { return read(miss[i]) }); err != nil {
 		return in, err
 	}
-	byKey := map[Key][2]*entryFile{}
+	byKey := make(map[Key][2]*entryFile, len(files)/2+1)
+	n := 0
+	for _, f := range files {
+		if f.sum != nil && !f.facts {
+			n += len(f.sum.Evidence)
+		}
+	}
+	in.Folded = make(map[string]Key, n) // ~100,000 ids at 100k traces: grown, it rehashes many times
 	for _, f := range files {
 		if f.sum == nil {
 			continue // broken
@@ -207,11 +214,19 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 			return in, fmt.Errorf("listing verdicts: %w", err)
 		}
 		in.Verdicts = all
+		// The evidence of the judged traces only (not a copy of every
+		// item: megabytes at 100k traces, at the run's peak of memory).
+		judged := make(map[string]bool, len(all))
+		for _, v := range all {
+			judged[v.Trace] = true
+		}
 		applied := map[string]engine.Evidence{}
 		for _, pair := range byKey {
-			if pair[0] != nil {
+			if pair[0] != nil && len(judged) > 0 {
 				for _, ev := range pair[0].sum.Evidence {
-					applied[ev.Trace] = ev
+					if judged[ev.Trace] {
+						applied[ev.Trace] = ev
+					}
 				}
 			}
 		}

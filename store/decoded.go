@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -18,19 +17,19 @@ import (
 
 // The decoded-record cache keeps, beside the other caches in .pem-cache
 // (never committed), each experience file as this code last decoded it, in
-// encoding/gob, so that a new process (every CLI query, the first MCP
+// a binary form (expcodec.go), so that a new process (every CLI query, the first MCP
 // query of a domain) does not parse its YAML again: YAML costs ~40 µs an
-// evidence item, gob ~2 (docs/performance.md, "Query"). An experience
+// evidence item, gob ~2 and the binary form less (docs/performance.md, "Query"). An experience
 // grows with its entry's runs, and a query below P2 reads up to four other
 // entries of the domain for their related routes (engine/related.go).
 //
-//	.pem-cache/decoded/experience/<domain>/<key>.yaml.gob
+//	.pem-cache/decoded/experience/<domain>/<key>.yaml.bin
 //
 // A cache file holds a header, the identity of the YAML file it was
 // decoded from (device, inode, size, mtime, ctime: the identity the
 // in-memory caches use, cache.go), a fingerprint of the Go types it
 // encodes (a pem whose engine.Experience differs never reads it), and the
-// gob. It is used only when the YAML file has that very identity now and
+// value. It is used only when the YAML file has that very identity now and
 // the identity is old enough to show any later change (racyWindow), so a
 // rename (a new inode), an edit in place (mtime, ctime, size) or a
 // checkout is seen; the decoded value is checked again for its format,
@@ -45,7 +44,7 @@ import (
 // .pem-cache is removed (it is never read: no YAML file has its identity).
 const (
 	decodedDir    = cacheDir + "/decoded"
-	decodedHeader = "pem decoded 1\n"
+	decodedHeader = "pem decoded 3\n" // 3: the body is expcodec.go's, not gob
 )
 
 // decodable: the kinds kept in the decoded cache, each with a new value
@@ -91,7 +90,7 @@ var typePrint = sync.OnceValue(func() string {
 	return hex.EncodeToString(sum[:8])
 })
 
-func decodedPath(rel string) string { return decodedDir + "/" + rel + ".gob" }
+func decodedPath(rel string) string { return decodedDir + "/" + rel + ".bin" }
 
 // decodedHead is the cache file's first lines for a YAML file of identity id.
 func decodedHead(id fileID) string {
@@ -115,11 +114,29 @@ func (s *Store) readDecoded(rel, kind string, id fileID) (any, bool) {
 			return nil, false
 		}
 	}
-	v := mk()
-	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(v); err != nil {
+	v, ok := decodeBody(kind, body)
+	if !ok {
 		return nil, false
 	}
 	return v, true
+}
+
+// decodeBody decodes a cache file's body (expcodec.go).
+func decodeBody(kind string, body []byte) (any, bool) {
+	if kind != KindExperience {
+		return nil, false
+	}
+	return decodeExperienceBin(body)
+}
+
+// appendBody encodes v as a cache file's body; false when it is not kept
+// (a kind not cached, the codec off, a time outside UTC).
+func appendBody(b []byte, v any) ([]byte, bool) {
+	x, ok := v.(*engine.Experience)
+	if !ok {
+		return nil, false
+	}
+	return appendExperienceBin(b, x)
 }
 
 // checkDecoded checks a decoded value as the YAML decoder does after
@@ -144,12 +161,11 @@ func (s *Store) writeDecoded(rel, kind string, id fileID, v any) {
 	if decodable[kind] == nil || !id.unique() {
 		return
 	}
-	var b bytes.Buffer
-	b.WriteString(decodedHead(id))
-	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+	b, ok := appendBody([]byte(decodedHead(id)), v)
+	if !ok {
 		return
 	}
-	s.writeCacheFile(decodedPath(rel), b.Bytes())
+	s.writeCacheFile(decodedPath(rel), b)
 }
 
 // writeCacheFile replaces a file under .pem-cache (a temporary file renamed
@@ -160,12 +176,19 @@ func (s *Store) writeCacheFile(rel string, data []byte) {
 	if err := s.cacheDirs(dir); err != nil {
 		return
 	}
+	replaceCacheFile(s.root, rel, data)
+}
+
+// replaceCacheFile writes data to name under r through a temporary file
+// renamed into place (no fsync).
+func replaceCacheFile(r *os.Root, name string, data []byte) {
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return
 	}
-	tmp := dir + "/." + path.Base(rel) + "." + hex.EncodeToString(rnd[:]) + ".tmp"
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	dir, base := path.Split(name)
+	tmp := dir + "." + base + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return
 	}
@@ -174,9 +197,26 @@ func (s *Store) writeCacheFile(rel string, data []byte) {
 		err = cerr
 	}
 	if err == nil {
-		err = s.root.Rename(tmp, rel)
+		err = r.Rename(tmp, name)
 	}
 	if err != nil {
-		_ = s.root.Remove(tmp)
+		_ = r.Remove(tmp)
+	}
+}
+
+// writeCacheFiles is writeCacheFile for many files of one directory: the
+// directory is opened once as its own root, so that each file costs a
+// create and a rename in it, not two walks from the tree's root.
+func (s *Store) writeCacheFiles(dir string, names []string, data [][]byte) {
+	if err := s.cacheDirs(dir); err != nil {
+		return
+	}
+	r, err := s.root.OpenRoot(dir)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	for i, name := range names {
+		replaceCacheFile(r, name, data[i])
 	}
 }

@@ -63,7 +63,7 @@ func editInPlace(t *testing.T, path, from, to string) []byte {
 }
 
 func decodedFile(dir, domain, key string) string {
-	return filepath.Join(dir, ".pem-cache", "decoded", filepath.FromSlash(store.ExperiencePath(domain, key))+".gob")
+	return filepath.Join(dir, ".pem-cache", "decoded", filepath.FromSlash(store.ExperiencePath(domain, key))+".bin")
 }
 
 // TestDecodedCache: a new process reads an experience from the decoded
@@ -201,9 +201,9 @@ func encodeLike(t *testing.T, cur []byte, v *engine.Experience) []byte {
 	}
 	j := strings.IndexByte(s[i+1:], '\n')
 	head := s[:i+1+j+1]
-	body, err := store.GobForTest(v)
-	if err != nil {
-		t.Fatal(err)
+	body, ok := store.DecodedBodyForTest(v)
+	if !ok {
+		t.Fatal("test setup: the value was not encoded")
 	}
 	return append([]byte(head), body...)
 }

@@ -3,10 +3,10 @@ package store
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
-	"reflect"
+	"path"
 	"runtime"
+	"strings"
 
 	"github.com/pemdev/pem/engine"
 )
@@ -18,7 +18,7 @@ import (
 // (docs/performance.md, "Consolidation"); every entry it touches it wrote
 // itself in an earlier run, from a value it had in memory. So PutRecords
 // keeps that value in the decoded cache, and the next process that reads
-// the entry decodes gob instead of YAML.
+// the entry decodes its binary form (expcodec.go) instead of YAML.
 //
 // A file just written has an identity younger than the racy window: a
 // same-size edit in place within the file system's clock tick could keep
@@ -26,15 +26,15 @@ import (
 // of the YAML bytes written instead, and a read checks the file's bytes
 // against it (one read and a hash of a few kilobytes, far cheaper than the
 // YAML decode). Only values that decode back to themselves are kept:
-// those whose times are all in UTC, which Marshal encodes in one pass
-// (utcOnly); the others would come back with their times moved to UTC.
+// those whose times are all in UTC (the codec declines the others, which
+// would come back with their times moved to UTC).
 
 // verifiedHead is the first lines of a cache file keyed by content.
 func verifiedHead(sum []byte) string {
 	return decodedHeader + "types " + typePrint() + "\nsum " + hex.EncodeToString(sum) + "\n"
 }
 
-// verifiedBody returns the gob of a content-keyed cache file data of rel,
+// verifiedBody returns the body of a content-keyed cache file data of rel,
 // when rel holds the bytes it was made from.
 func (s *Store) verifiedBody(rel, kind string, data []byte) ([]byte, bool) {
 	prefix := decodedHeader + "types " + typePrint() + "\nsum "
@@ -57,18 +57,42 @@ func (s *Store) verifiedBody(rel, kind string, data []byte) ([]byte, bool) {
 // cacheWritten writes the decoded cache of each experience a batch placed
 // (writes[i] holds values[i]); best effort, like every cache write.
 func (s *Store) cacheWritten(writes []*fileWrite, values []*engine.Experience) {
+	bodies := make([][]byte, len(writes))
 	_ = forEach(len(writes), runtime.GOMAXPROCS(0), func(i int) error {
 		w, v := writes[i], values[i]
-		if !w.placed || !utcOnly(reflect.ValueOf(v), 0) {
+		if !w.placed {
 			return nil
 		}
 		sum := sha256.Sum256(w.data)
-		var b bytes.Buffer
-		b.WriteString(verifiedHead(sum[:]))
-		if gob.NewEncoder(&b).Encode(v) != nil {
-			return nil
+		if b, ok := appendBody([]byte(verifiedHead(sum[:])), v); ok {
+			bodies[i] = b
 		}
-		s.writeCacheFile(decodedPath(w.rel), b.Bytes())
+		return nil
+	})
+	// One root per cache directory (writeCacheFiles).
+	type group struct {
+		names  []string
+		bodies [][]byte
+	}
+	var dirs []string
+	groups := map[string]*group{}
+	for i, w := range writes {
+		if bodies[i] == nil {
+			continue
+		}
+		dir, name := path.Split(decodedPath(w.rel))
+		dir = strings.TrimSuffix(dir, "/")
+		g := groups[dir]
+		if g == nil {
+			g = &group{}
+			groups[dir] = g
+			dirs = append(dirs, dir)
+		}
+		g.names, g.bodies = append(g.names, name), append(g.bodies, bodies[i])
+	}
+	_ = forEach(len(dirs), runtime.GOMAXPROCS(0), func(i int) error {
+		g := groups[dirs[i]]
+		s.writeCacheFiles(dirs[i], g.names, g.bodies)
 		return nil
 	})
 }

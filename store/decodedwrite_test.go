@@ -3,9 +3,14 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,9 +63,9 @@ func TestPutRecordsDecodedCache(t *testing.T) {
 	// the YAML was not decoded.
 	other := experienceWith("find the price", 2)
 	head := good[:bytes.Index(good, []byte("\nsum "))+len("\nsum ")+64+1]
-	body, err := store.GobForTest(other)
-	if err != nil {
-		t.Fatal(err)
+	body, ok := store.DecodedBodyForTest(other)
+	if !ok {
+		t.Fatal("test setup: the value was not encoded")
 	}
 	swapped := append(append([]byte(nil), head...), body...)
 	if err := os.WriteFile(cache, swapped, 0o644); err != nil {
@@ -95,4 +100,49 @@ func TestPutRecordsDecodedCache(t *testing.T) {
 	if _, err := os.Stat(decodedFile(dir, "example.com", y.IntentKey)); err == nil {
 		t.Fatalf("a value with a time outside UTC was cached")
 	}
+}
+
+// TestPutRecordsDecodedCacheMany: a batch of entries in several domains
+// leaves a cache file for each (written one directory at a time), each
+// serving its own entry, and no temporary file behind.
+func TestPutRecordsDecodedCacheMany(t *testing.T) {
+	ctx := context.Background()
+	dir := initTree(t)
+	s := openLater(t, dir)
+	var xs []*engine.Experience
+	for i, d := range []string{"example.com", "example.com", "example.com", "go.dev", "go.dev", "python.org"} {
+		x := experienceWith(fmt.Sprintf("task %d", i), i+1)
+		x.Domain = d
+		for j := range x.Evidence {
+			x.Evidence[j].Trace = fmt.Sprintf("01JNXCDFG0CPYQ18HXM016P%d%02d", i, j)
+		}
+		xs = append(xs, x)
+	}
+	if _, err := s.PutRecords(ctx, nil, xs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range xs {
+		c, err := os.ReadFile(decodedFile(dir, x.Domain, x.IntentKey))
+		if err != nil {
+			t.Fatalf("%s/%s: no decoded cache file: %v", x.Domain, x.IntentKey, err)
+		}
+		y, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(store.ExperiencePath(x.Domain, x.IntentKey))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(y); !bytes.Contains(c, []byte("\nsum "+hex.EncodeToString(sum[:])+"\n")) {
+			t.Fatalf("%s/%s: the cache file is not keyed by its own file's bytes", x.Domain, x.IntentKey)
+		}
+		got, err := openLater(t, dir).Experience(ctx, x.Domain, x.IntentKey)
+		want := yamlExperience(t, filepath.Join(dir, filepath.FromSlash(store.ExperiencePath(x.Domain, x.IntentKey))))
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s/%s: %v, or the cached value differs from the YAML's decode", x.Domain, x.IntentKey, err)
+		}
+	}
+	filepath.WalkDir(filepath.Join(dir, ".pem-cache"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".tmp") {
+			t.Errorf("a temporary file was left: %s", p)
+		}
+		return nil
+	})
 }

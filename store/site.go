@@ -43,6 +43,55 @@ func (s *Store) PutSite(ctx context.Context, site *engine.Site) (string, error) 
 	return s.writeRecord(SitePath(site.Domain), site.Format, KindSite, site)
 }
 
+// PutSites writes many site entries, each as PutSite would (canonical
+// form, atomic, an unchanged file left alone, durable when it returns), as
+// one batch the way PutRecords writes: fsynced temporary files, then every
+// rename, each directory fsynced once — a consolidation updates hundreds of
+// them a run, and one PutSite each cost a file fsync and a directory fsync.
+// placed, if not nil, is called after each file is renamed into place. It
+// returns the paths of all entries, written or unchanged.
+func (s *Store) PutSites(ctx context.Context, sites []*engine.Site, placed func(rel string)) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	writes := make([]*fileWrite, len(sites))
+	for i, site := range sites {
+		if site == nil {
+			return nil, errors.New("PutSites: nil site")
+		}
+		if err := checkDomain(site.Domain); err != nil {
+			return nil, fmt.Errorf("saving site: %w", err)
+		}
+		rel := SitePath(site.Domain)
+		if site.Format < 1 || site.Format > engine.Format {
+			return nil, fmt.Errorf("saving %s: format %d: set it to %d", rel, site.Format, engine.Format)
+		}
+		data, err := Marshal(site)
+		if err != nil {
+			return nil, fmt.Errorf("saving %s: %w", rel, err)
+		}
+		if max := MaxBytes(KindSite); len(data) > max {
+			return nil, fmt.Errorf("%w: %s would be %d bytes, over the %s cap of %d", engine.ErrTooLarge, rel, len(data), KindSite, max)
+		}
+		writes[i] = &fileWrite{rel: rel, data: data, max: int64(MaxBytes(KindSite))}
+	}
+	err := s.writeGroups(ctx, [][]*fileWrite{writes}, func(rel string) {
+		s.records.del(rel)
+		s.forgetDirs(rel)
+		if placed != nil {
+			placed(rel)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("saving site entries: %w", err)
+	}
+	out := make([]string, len(writes))
+	for i, w := range writes {
+		out[i] = w.rel
+	}
+	return out, nil
+}
+
 func siteDecoder(domain string) func([]byte) (any, error) {
 	return func(data []byte) (any, error) {
 		site := new(engine.Site)

@@ -93,3 +93,57 @@ func TestSiteEntry(t *testing.T) {
 		t.Fatalf("merged %s", out)
 	}
 }
+
+// TestPutSites: a batch writes the bytes PutSite writes, reads back the
+// same, leaves an unchanged entry alone (its mtime), calls placed once per
+// file renamed, and refuses bad input before writing anything.
+func TestPutSites(t *testing.T) {
+	ctx := context.Background()
+	st := openTree(t)
+	dir := st.Root()
+	one := openTree(t)
+	sites := []*engine.Site{siteOf("github.com", note("#a", "x")), siteOf("example.com", note(".b", "y", "z")), siteOf("go.dev")}
+	var placed []string
+	rels, err := st.PutSites(ctx, sites, func(rel string) { placed = append(placed, rel) })
+	if err != nil || len(rels) != 3 || len(placed) != 3 {
+		t.Fatalf("PutSites: %v %v, placed %v", rels, err, placed)
+	}
+	for i, s := range sites {
+		if _, err := one.PutSite(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := os.ReadFile(filepath.Join(dir, rels[i]))
+		b, _ := os.ReadFile(filepath.Join(one.Root(), rels[i]))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Fatalf("%s: PutSites wrote\n%s\nPutSite writes\n%s", rels[i], a, b)
+		}
+		got, err := openLater(t, dir).Site(ctx, s.Domain)
+		if err != nil || got.Domain != s.Domain || len(got.Notes) != len(s.Notes) {
+			t.Fatalf("%s read back: %+v %v", s.Domain, got, err)
+		}
+	}
+	p := filepath.Join(dir, rels[0])
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	placed = nil
+	sites[1].Notes = append(sites[1].Notes, note("#c", "w"))
+	if _, err := st.PutSites(ctx, sites, func(rel string) { placed = append(placed, rel) }); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.ModTime().Equal(old) {
+		t.Fatalf("an unchanged site entry was rewritten: %v %v", fi.ModTime(), err)
+	}
+	if len(placed) != 1 || placed[0] != rels[1] {
+		t.Fatalf("placed %v, want only the changed %s", placed, rels[1])
+	}
+	for _, bad := range [][]*engine.Site{{siteOf("new.example"), nil}, {siteOf("new.example"), siteOf("../etc")}, {{Format: 99, Domain: "new.example"}}} {
+		if _, err := st.PutSites(ctx, bad, nil); err == nil {
+			t.Fatalf("bad input %v accepted", bad)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "facts", "new.example", "_site.yaml")); err == nil {
+			t.Fatal("a batch refused for bad input wrote a file")
+		}
+	}
+}

@@ -62,13 +62,20 @@ func MaxBytes(kind string) int {
 // When every time in v is already in UTC (what pem's records hold), the
 // value is encoded in one pass; otherwise it goes through a node tree whose
 // timestamps are rewritten in UTC. Both give the same bytes for the same
-// value (TestMarshalFastPathMatches).
+// value (TestMarshalFastPathMatches). An experience, the record written in
+// bulk, takes a hand-written encoder of the same bytes when it can
+// (yamlenc.go).
 func Marshal(v any) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("encoding YAML: %v", r)
 		}
 	}()
+	if x, ok := v.(*engine.Experience); ok {
+		if b, ok := marshalExperience(x); ok {
+			return b, nil
+		}
+	}
 	if utcOnly(reflect.ValueOf(v), 0) {
 		return encodeYAML(v)
 	}
