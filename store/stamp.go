@@ -5,9 +5,22 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strconv"
 
 	"github.com/pemdev/pem/engine"
 )
+
+// appendStamp appends the part of a stamp every platform has: size,
+// modification and change times, and mode (octal), colon-separated.
+func appendStamp(b []byte, size, mtime, ctime int64, mode fs.FileMode) []byte {
+	b = strconv.AppendInt(b, size, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, mtime, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, ctime, 10)
+	b = append(b, ':')
+	return strconv.AppendUint(b, uint64(mode), 8)
+}
 
 // TraceStamp, FactsStamp and ExperienceStamp identify the current version of
 // a file without reading it (one lstat): device, inode, size, modification

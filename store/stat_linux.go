@@ -38,14 +38,7 @@ func (id fileID) stamp() string {
 	b = append(b, ':')
 	b = strconv.AppendUint(b, id.ino, 10)
 	b = append(b, ':')
-	b = strconv.AppendInt(b, id.size, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, id.mtime, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, id.ctime, 10)
-	b = append(b, ':')
-	b = strconv.AppendUint(b, uint64(id.mode), 8)
-	return string(b)
+	return string(appendStamp(b, id.size, id.mtime, id.ctime, id.mode))
 }
 
 // dirID is the identity a listed directory was recorded with.

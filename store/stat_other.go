@@ -4,7 +4,6 @@ package store
 
 import (
 	"io/fs"
-	"strconv"
 )
 
 // fileID is what identifies one version of a file for the caches.
@@ -25,15 +24,7 @@ func (id fileID) unique() bool { return false }
 
 // stamp is the text of a file version's identity (every field of fileID).
 func (id fileID) stamp() string {
-	b := make([]byte, 0, 64)
-	b = strconv.AppendInt(b, id.size, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, id.mtime, 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, id.ctime, 10)
-	b = append(b, ':')
-	b = strconv.AppendUint(b, uint64(id.mode), 8)
-	return string(b)
+	return string(appendStamp(make([]byte, 0, 64), id.size, id.mtime, id.ctime, id.mode))
 }
 
 // dirID is the identity a listed directory was recorded with; without an
