@@ -35,7 +35,7 @@ RACE_PKGS ?= engine engine/mcp engine/web store cmd/pem consolidate agent agent/
 # warm rounds until the knowledge is verified and replays at P1 (round 6).
 DEMO_ROUNDS ?= 6
 
-.PHONY: all test deps test-deps chromium vet fmt-check go-test build demo bench bench-scale heldout simulate release clean
+.PHONY: all test deps test-deps chromium vet fmt-check go-test build demo bench bench-scale heldout simulate release cross clean
 
 all: test
 
@@ -126,6 +126,15 @@ simulate: build
 release:
 	@if [ -z "$(VERSION)" ]; then echo "make: give the version: make release VERSION=v0.1.0" >&2; exit 2; fi
 	PEM_TAGS="$(PEM_TAGS)" .github/scripts/release.sh $(VERSION) $(PLATFORMS)
+
+## cross: builds pem for the release's other platforms (darwin, windows), discarding the
+## binaries — a platform-specific file missing its counterpart fails here, not at release
+## time. Not part of `make test` (a cold cross build takes minutes); ci.yml runs it beside.
+cross:
+	@for p in darwin/amd64 darwin/arm64 windows/amd64; do \
+	  echo "go build ./cmd/pem for $$p"; \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -tags "$(PEM_TAGS)" -o /dev/null ./cmd/pem || exit 1; \
+	done
 
 clean:
 	rm -rf bin dist

@@ -61,7 +61,7 @@ func TestWorkflowsRunPem(t *testing.T) {
 		return string(b)
 	}
 	for name, wants := range map[string][]string{
-		"ci.yml": {"make test", "go-version: \"1.26\""},
+		"ci.yml": {"make test", "make cross", "go-version: \"1.26\""},
 		"pem-consolidate.yml": {"schedule:", "consolidate", "diff \"$BEFORE\" HEAD --format markdown", "gh pr create", "report --html \"$RUNNER_TEMP/pem-report\"", "name: pem-report",
 			"sync --state-only", "fetch-depth: 1"},
 		"pem-check.yml":      {"pull_request:", "check --pr \"origin/$BASE_REF\"", "report --html \"$RUNNER_TEMP/pem-report\"", "name: pem-report"},
