@@ -63,33 +63,16 @@ func (s *Store) PutSites(ctx context.Context, sites []*engine.Site, placed func(
 			return nil, fmt.Errorf("saving site: %w", err)
 		}
 		rel := SitePath(site.Domain)
-		if site.Format < 1 || site.Format > engine.Format {
-			return nil, fmt.Errorf("saving %s: format %d: set it to %d", rel, site.Format, engine.Format)
-		}
-		data, err := Marshal(site)
+		data, err := recordBytes(rel, site.Format, KindSite, site)
 		if err != nil {
-			return nil, fmt.Errorf("saving %s: %w", rel, err)
-		}
-		if max := MaxBytes(KindSite); len(data) > max {
-			return nil, fmt.Errorf("%w: %s would be %d bytes, over the %s cap of %d", engine.ErrTooLarge, rel, len(data), KindSite, max)
+			return nil, err
 		}
 		writes[i] = &fileWrite{rel: rel, data: data, max: int64(MaxBytes(KindSite))}
 	}
-	err := s.writeGroups(ctx, [][]*fileWrite{writes}, func(rel string) {
-		s.records.del(rel)
-		s.forgetDirs(rel)
-		if placed != nil {
-			placed(rel)
-		}
-	})
-	if err != nil {
+	if err := s.writeGroups(ctx, [][]*fileWrite{writes}, s.onPlaced(placed)); err != nil {
 		return nil, fmt.Errorf("saving site entries: %w", err)
 	}
-	out := make([]string, len(writes))
-	for i, w := range writes {
-		out[i] = w.rel
-	}
-	return out, nil
+	return relsOf(writes), nil
 }
 
 func siteDecoder(domain string) func([]byte) (any, error) {

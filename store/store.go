@@ -560,15 +560,9 @@ func (s *Store) putRecord(ctx context.Context, domain, key string, format int, k
 // writeRecord writes v at rel in canonical form, atomically, within kind's
 // size cap; identical content leaves the file as it was (putRecord, PutSite).
 func (s *Store) writeRecord(rel string, format int, kind string, v any) (string, error) {
-	if format < 1 || format > engine.Format {
-		return "", fmt.Errorf("saving %s: format %d: set it to %d", rel, format, engine.Format)
-	}
-	data, err := Marshal(v)
+	data, err := recordBytes(rel, format, kind, v)
 	if err != nil {
-		return "", fmt.Errorf("saving %s: %w", rel, err)
-	}
-	if max := MaxBytes(kind); len(data) > max {
-		return "", fmt.Errorf("%w: %s would be %d bytes, over the %s cap of %d", engine.ErrTooLarge, rel, len(data), kind, max)
+		return "", err
 	}
 	wrote, err := s.replaceFile(rel, data, int64(MaxBytes(kind)))
 	if wrote {
@@ -628,40 +622,59 @@ func (s *Store) PutRecords(ctx context.Context, facts []*engine.Facts, experienc
 			return fmt.Errorf("saving %s: %w", r.kind, err)
 		}
 		rel := r.pathOf(r.domain, r.key)
-		if r.format < 1 || r.format > engine.Format {
-			return fmt.Errorf("saving %s: format %d: set it to %d", rel, r.format, engine.Format)
-		}
-		data, err := Marshal(r.v)
+		data, err := recordBytes(rel, r.format, r.kind, r.v)
 		if err != nil {
-			return fmt.Errorf("saving %s: %w", rel, err)
+			return err
 		}
-		max := MaxBytes(r.kind)
-		if len(data) > max {
-			return fmt.Errorf("%w: %s would be %d bytes, over the %s cap of %d", engine.ErrTooLarge, rel, len(data), r.kind, max)
-		}
-		writes[i] = &fileWrite{rel: rel, data: data, max: int64(max)}
+		writes[i] = &fileWrite{rel: rel, data: data, max: int64(MaxBytes(r.kind))}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	groups := [][]*fileWrite{writes[:len(facts)], writes[len(facts):]}
-	err = s.writeGroups(ctx, groups, func(rel string) {
+	if err := s.writeGroups(ctx, groups, s.onPlaced(placed)); err != nil {
+		return nil, fmt.Errorf("saving records: %w", err)
+	}
+	s.cacheWritten(writes[len(facts):], experience)
+	return relsOf(writes), nil
+}
+
+// recordBytes is v's canonical bytes for rel, checked as every write of a
+// record is: a format this pem writes, and the kind's size cap.
+func recordBytes(rel string, format int, kind string, v any) ([]byte, error) {
+	if format < 1 || format > engine.Format {
+		return nil, fmt.Errorf("saving %s: format %d: set it to %d", rel, format, engine.Format)
+	}
+	data, err := Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("saving %s: %w", rel, err)
+	}
+	if max := MaxBytes(kind); len(data) > max {
+		return nil, fmt.Errorf("%w: %s would be %d bytes, over the %s cap of %d", engine.ErrTooLarge, rel, len(data), kind, max)
+	}
+	return data, nil
+}
+
+// onPlaced is what a batch does after each file is renamed into place:
+// forget what was read of it, then call placed (nil: nothing).
+func (s *Store) onPlaced(placed func(rel string)) func(rel string) {
+	return func(rel string) {
 		s.records.del(rel)
 		s.forgetDirs(rel)
 		if placed != nil {
 			placed(rel)
 		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("saving records: %w", err)
 	}
-	s.cacheWritten(writes[len(facts):], experience)
+}
+
+// relsOf is the paths of a batch's files, in its order.
+func relsOf(writes []*fileWrite) []string {
 	out := make([]string, len(writes))
 	for i, w := range writes {
 		out[i] = w.rel
 	}
-	return out, nil
+	return out
 }
 
 func (s *Store) keys(ctx context.Context, top, domain string) ([]string, error) {

@@ -258,24 +258,12 @@ func layoutOf(t reflect.Type) []string {
 
 var experienceLayoutOK = sync.OnceValue(func() bool {
 	for t, want := range experienceLayout {
-		if !slicesEqual(layoutOf(t), want) {
+		if !slices.Equal(layoutOf(t), want) {
 			return false
 		}
 	}
 	return true
 })
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 func (e *yenc) experience(x *engine.Experience) {
 	e.key(0, "format", false)
@@ -909,36 +897,30 @@ func resolvesToStr(s string) bool {
 				return false
 			}
 		}
-		if strings.HasPrefix(plain, "0b") {
-			if _, err := strconv.ParseInt(plain[2:], 2, 64); err == nil {
-				return false
-			}
-			if _, err := strconv.ParseUint(plain[2:], 2, 64); err == nil {
-				return false
-			}
-		} else if strings.HasPrefix(plain, "-0b") {
-			if _, err := strconv.ParseInt("-"+plain[3:], 2, 64); err == nil {
-				return false
-			}
-		}
-		if strings.HasPrefix(plain, "0o") {
-			if _, err := strconv.ParseInt(plain[2:], 8, 64); err == nil {
-				return false
-			}
-			if _, err := strconv.ParseUint(plain[2:], 8, 64); err == nil {
-				return false
-			}
-		} else if strings.HasPrefix(plain, "-0o") {
-			if _, err := strconv.ParseInt("-"+plain[3:], 8, 64); err == nil {
-				return false
-			}
-		}
-		return true
+		return !prefixedInt(plain, "0b", 2) && !prefixedInt(plain, "0o", 8)
 	case c == '.':
 		_, err := strconv.ParseFloat(s, 64)
 		return err != nil
 	}
 	return true
+}
+
+// prefixedInt is resolve's reading of yaml.v3's base prefixes: "0b…" and
+// "0o…" as a signed or unsigned integer in base, "-0b…" and "-0o…" as a
+// signed one.
+func prefixedInt(plain, prefix string, base int) bool {
+	if rest, ok := strings.CutPrefix(plain, prefix); ok {
+		if _, err := strconv.ParseInt(rest, base, 64); err == nil {
+			return true
+		}
+		_, err := strconv.ParseUint(rest, base, 64)
+		return err == nil
+	}
+	if rest, ok := strings.CutPrefix(plain, "-"+prefix); ok {
+		_, err := strconv.ParseInt("-"+rest, base, 64)
+		return err == nil
+	}
+	return false
 }
 
 // numeric reports whether every byte of s could be part of what resolve's
