@@ -571,9 +571,30 @@ func (p *Page) lookupErr(op, selector string, err error) error {
 	case errors.As(err, &ee):
 		return fmt.Errorf("%s %q: invalid selector: %s", op, selector, ee.Exception.Description)
 	case errors.Is(err, context.DeadlineExceeded):
+		if p.unresponsive() {
+			return p.busyErr(op, selector, p.timeout)
+		}
 		return fmt.Errorf("%s %q: %w (waited up to %s on %s)", op, selector, agent.ErrNoElement, p.timeout, p.URL())
 	}
 	return fmt.Errorf("%s %q: %w", op, selector, err)
+}
+
+// unresponsive reports whether the page fails to answer a trivial script
+// within existsTimeout: after a lookup timed out, it tells a page whose main
+// thread is busy (or whose renderer hung) from one where nothing matches. A
+// busy page is not a drifted selector: reported as absence, it counted
+// against the route (selector_drift, the route's fault) for the page's own
+// slowness.
+func (p *Page) unresponsive() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), existsTimeout)
+	defer cancel()
+	_, err := p.evalJS(ctx, existsTimeout, `() => 1`)
+	return err != nil && errors.Is(err, context.DeadlineExceeded)
+}
+
+// busyErr is the error of a lookup on a page that did not answer.
+func (p *Page) busyErr(op, selector string, waited time.Duration) error {
+	return fmt.Errorf("%s %q: %s did not answer for %s (its script is busy or the renderer hung), so whether the element is there is unknown: timed out; wait and retry, or raise the page timeout", op, selector, p.URL(), waited)
 }
 
 // actErr explains why an action on a found element failed (usually a timeout
@@ -753,13 +774,51 @@ func (p *Page) Click(ctx context.Context, selector string) error {
 	}
 	p.armNav(ctx)
 	m := p.mark()
-	if err := p.pg.Mouse.MoveTo(*pt); err != nil {
-		return fmt.Errorf("click %q: %w", selector, err)
-	}
-	if err := p.pg.Mouse.Click(proto.InputMouseButtonLeft, 1); err != nil {
-		return fmt.Errorf("click %q: %w", selector, err)
+	if err := p.clickAt(ctx, *pt); err != nil {
+		return p.inputErr(ctx, fmt.Sprintf("click %q", selector), err)
 	}
 	return p.afterAction(ctx, fmt.Sprintf("click %q", selector), m)
+}
+
+// clickAt moves the mouse to pt and clicks its left button, each event
+// bounded by ctx and the page timeout. rod's Mouse (and Keyboard) send on the
+// page they were made for, whose context has no deadline: a page whose
+// handler is busy (or a hung renderer) held the click, the run and the
+// user's Ctrl-C for as long as it did not answer.
+func (p *Page) clickAt(ctx context.Context, pt proto.Point) error {
+	pg, _, cancel := p.with(ctx, 0)
+	defer cancel()
+	none, left := 0, 1
+	for _, ev := range []proto.InputDispatchMouseEvent{
+		{Type: proto.InputDispatchMouseEventTypeMouseMoved, X: pt.X, Y: pt.Y, Button: proto.InputMouseButtonNone, Buttons: &none},
+		{Type: proto.InputDispatchMouseEventTypeMousePressed, X: pt.X, Y: pt.Y, Button: proto.InputMouseButtonLeft, Buttons: &left, ClickCount: 1},
+		{Type: proto.InputDispatchMouseEventTypeMouseReleased, X: pt.X, Y: pt.Y, Button: proto.InputMouseButtonLeft, Buttons: &none, ClickCount: 1},
+	} {
+		if err := ev.Call(pg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pressKey presses and releases k, bounded like clickAt.
+func (p *Page) pressKey(ctx context.Context, k input.Key) error {
+	pg, _, cancel := p.with(ctx, 0)
+	defer cancel()
+	if err := k.Encode(proto.InputDispatchKeyEventTypeKeyDown, 0).Call(pg); err != nil {
+		return err
+	}
+	return k.Encode(proto.InputDispatchKeyEventTypeKeyUp, 0).Call(pg)
+}
+
+// inputErr explains an input event the page did not take: a timeout means
+// the page did not answer (its script busy, the renderer hung), and the
+// action may or may not have happened.
+func (p *Page) inputErr(ctx context.Context, op string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("%s: %s did not take the input within %s (its script is busy or the renderer hung); the action may or may not have happened: check the page before repeating it: %w", op, p.URL(), p.timeout, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // reachable scrolls el into view and waits (within el's context) until a
@@ -860,8 +919,8 @@ func (p *Page) Press(ctx context.Context, selector, key string) error {
 	}
 	p.armNav(ctx)
 	m := p.mark()
-	if err := p.pg.Context(el.GetContext()).Keyboard.Type(k); err != nil {
-		return fmt.Errorf("press %s in %q: %w", key, selector, err)
+	if err := p.pressKey(ctx, k); err != nil {
+		return p.inputErr(ctx, fmt.Sprintf("press %s in %q", key, selector), err)
 	}
 	return p.afterAction(ctx, fmt.Sprintf("press %s in %q", key, selector), m)
 }
@@ -1085,6 +1144,9 @@ func (p *Page) WaitFor(ctx context.Context, selector string, d time.Duration) er
 	defer cancel()
 	if _, err := pg.Element(selector); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			if p.unresponsive() {
+				return p.busyErr("wait for", selector, d)
+			}
 			return fmt.Errorf("wait for %q: %w (waited %s on %s)", selector, agent.ErrNoElement, d, p.URL())
 		}
 		return p.lookupErr("wait for", selector, err)

@@ -1,0 +1,113 @@
+package rod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pemdev/pem/agent"
+	"github.com/pemdev/pem/engine"
+)
+
+// busyInputSite serves a page that is busy from its load on (/busy of
+// busySite), and controls whose own input handlers keep the main thread busy
+// far past the page timeout: a button on mousedown, a field on keydown.
+func busyInputSite() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", busySite(nil))
+	loop := fmt.Sprintf(`const end = performance.now() + %d; while (performance.now() < end);`, busyFor.Milliseconds())
+	mux.HandleFunc("/handlers", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, layout, "Handlers", `<h1 id="old">handlers</h1>
+<button id="b" onmousedown="`+loop+`">busy button</button>
+<input id="q" onkeydown="`+loop+`">`)
+	})
+	return mux
+}
+
+// TestBusyPageLookupIsNotAbsence: a lookup on a page whose main thread is
+// busy past the timeout says the page did not answer (a timeout, the timing
+// category), never that nothing matches: "no element" is the route's fault
+// (selector_drift) and would count against a route for the page's own
+// slowness. On an idle page a missing element is still ErrNoElement.
+func TestBusyPageLookupIsNotAbsence(t *testing.T) {
+	hs := httptest.NewServer(busyInputSite())
+	defer hs.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		act  func(p *Page) error
+	}{
+		{"click", func(p *Page) error { return p.Click(ctx, "#old") }},
+		{"wait for", func(p *Page) error { return p.WaitFor(ctx, "#old", 500*time.Millisecond) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := openAt(t, hs.URL+"/busy", time.Second)
+			time.Sleep(300 * time.Millisecond) // the page's 8 s loop has started
+			err := tc.act(p)
+			if err == nil {
+				t.Fatalf("%s on a page busy for 8 s returned ok within a 1 s timeout", tc.name)
+			}
+			if errors.Is(err, agent.ErrNoElement) {
+				t.Errorf("a busy page was reported as a missing element: %v", err)
+			}
+			if k := agent.KindOf(err.Error()); k != engine.KindTimeout {
+				t.Errorf("kind of %q = %q, want %q", err, k, engine.KindTimeout)
+			}
+			if !strings.Contains(err.Error(), "did not answer") || !strings.Contains(err.Error(), hs.URL+"/busy") {
+				t.Errorf("the error does not say the page did not answer, or which page: %v", err)
+			}
+		})
+	}
+	t.Run("idle page, missing element", func(t *testing.T) {
+		p := openAt(t, hs.URL+"/target", 500*time.Millisecond)
+		err := p.Click(ctx, "#missing")
+		if !errors.Is(err, agent.ErrNoElement) {
+			t.Errorf("a missing element on an idle page: %v, want ErrNoElement", err)
+		}
+	})
+}
+
+// TestBusyInputHandlerIsBounded: a click or a key whose handler keeps the
+// page busy returns within the page timeout with an error that says the page
+// did not take the input; rod's Mouse and Keyboard had no deadline (they
+// send on the page they were made for), so the call waited for the handler
+// — forever for a hung one, deaf to the run's context.
+func TestBusyInputHandlerIsBounded(t *testing.T) {
+	hs := httptest.NewServer(busyInputSite())
+	defer hs.Close()
+	for _, tc := range []struct {
+		name string
+		act  func(ctx context.Context, p *Page) error
+	}{
+		{"click", func(ctx context.Context, p *Page) error { return p.Click(ctx, "#b") }},
+		{"press", func(ctx context.Context, p *Page) error { return p.Press(ctx, "#q", "a") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := openAt(t, hs.URL+"/handlers", time.Second)
+			done := make(chan error, 1)
+			go func() { done <- tc.act(context.Background(), p) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(busyFor - time.Second):
+				// Not a timing assertion: the handler runs for busyFor, so
+				// still waiting here means the call waits for the handler.
+				t.Fatalf("%s waited for the page's busy handler (%s) instead of its 1 s timeout", tc.name, busyFor)
+			}
+			if err == nil {
+				t.Fatalf("%s into a handler busy for %s returned ok within a 1 s timeout", tc.name, busyFor)
+			}
+			if !strings.Contains(err.Error(), "did not take the input") {
+				t.Errorf("the error does not say the page did not take the input: %v", err)
+			}
+			if k := agent.KindOf(err.Error()); k != engine.KindTimeout {
+				t.Errorf("kind of %q = %q, want %q", err, k, engine.KindTimeout)
+			}
+		})
+	}
+}
