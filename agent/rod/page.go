@@ -34,6 +34,7 @@ type Page struct {
 	pg      *gorod.Page // bound to the page's lifetime context
 	timeout time.Duration
 	stop    context.CancelFunc
+	input   *sync.Mutex // the browser's: one tab at a time is brought to the front and sent input
 
 	mu      sync.Mutex
 	navSeq  int                     // main-frame loads started (Page.frameStartedLoading)
@@ -70,8 +71,8 @@ func (frameStartedNavigating) ProtoEvent() string { return "Page.frameStartedNav
 
 var _ agent.Page = (*Page)(nil)
 
-func newPage(pg *gorod.Page, timeout time.Duration, stop context.CancelFunc) *Page {
-	p := &Page{pg: pg, timeout: timeout, stop: stop, changed: make(chan struct{})}
+func newPage(pg *gorod.Page, timeout time.Duration, stop context.CancelFunc, input *sync.Mutex) *Page {
+	p := &Page{pg: pg, timeout: timeout, stop: stop, input: input, changed: make(chan struct{})}
 	main := pg.FrameID
 	// Track the main frame's loading and navigations so that an action that
 	// navigates (a link, a form submit) is followed by a wait for the new
@@ -786,8 +787,11 @@ func (p *Page) Click(ctx context.Context, selector string) error {
 // handler is busy (or a hung renderer) held the click, the run and the
 // user's Ctrl-C for as long as it did not answer.
 func (p *Page) clickAt(ctx context.Context, pt proto.Point) error {
-	pg, _, cancel := p.with(ctx, 0)
-	defer cancel()
+	pg, unlock, err := p.front(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	none, left := 0, 1
 	for _, ev := range []proto.InputDispatchMouseEvent{
 		{Type: proto.InputDispatchMouseEventTypeMouseMoved, X: pt.X, Y: pt.Y, Button: proto.InputMouseButtonNone, Buttons: &none},
@@ -801,10 +805,39 @@ func (p *Page) clickAt(ctx context.Context, pt proto.Point) error {
 	return nil
 }
 
+// front makes the tab the browser's front one and holds it there for input
+// until unlock: it returns the page bound by ctx and the page timeout.
+// Chromium delivers input to a background tab only after seconds, if at
+// all: a link with target=_blank brings the tab it opens to the front, and
+// of several runs in tabs of one browser (browser_agents_run) only the
+// newest tab's clicks were prompt — the others took ~5 s each, and once
+// bounded by the page timeout they timed out. The browser's input lock keeps
+// another tab from taking the front between the two.
+func (p *Page) front(ctx context.Context) (*gorod.Page, func(), error) {
+	pg, _, cancel := p.with(ctx, 0)
+	if p.input != nil {
+		p.input.Lock()
+	}
+	unlock := func() {
+		if p.input != nil {
+			p.input.Unlock()
+		}
+		cancel()
+	}
+	if err := (proto.PageBringToFront{}).Call(pg); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return pg, unlock, nil
+}
+
 // pressKey presses and releases k, bounded like clickAt.
 func (p *Page) pressKey(ctx context.Context, k input.Key) error {
-	pg, _, cancel := p.with(ctx, 0)
-	defer cancel()
+	pg, unlock, err := p.front(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := k.Encode(proto.InputDispatchKeyEventTypeKeyDown, 0).Call(pg); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,7 +50,8 @@ type Browser struct {
 	b       *gorod.Browser
 	l       *launcher.Launcher
 	timeout time.Duration
-	tmpDir  string // removed on Close ("" when the caller owns the dir)
+	tmpDir  string     // removed on Close ("" when the caller owns the dir)
+	input   sync.Mutex // held while a tab is brought to the front and sent input (Page.front)
 }
 
 var _ agent.Browser = (*Browser)(nil)
@@ -156,7 +158,7 @@ func (b *Browser) Open(ctx context.Context) (*Page, error) {
 		stop()
 		return nil, fmt.Errorf("new page: installing the settle hook: %w", err)
 	}
-	return newPage(pg, b.timeout, stop), nil
+	return newPage(pg, b.timeout, stop, &b.input), nil
 }
 
 // Close closes Chromium and removes its temp user-data-dir. It is idempotent.

@@ -111,3 +111,60 @@ func TestBusyInputHandlerIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestInputInBackgroundTab: clicks and key presses reach a tab that is not
+// the browser's front one — an older tab while a newer one is open (runs in
+// parallel share one browser), or the agent's own tab after a target=_blank
+// link brought the new one to the front — also when tabs send input at the
+// same time. Chromium held a background tab's input ~5 s, so with the page
+// timeout (3 s here) every such click failed before tabs were brought to the
+// front for their input.
+func TestInputInBackgroundTab(t *testing.T) {
+	hs := httptest.NewServer(clickSite(nil))
+	defer hs.Close()
+	ctx := context.Background()
+	old := openAt(t, hs.URL+"/links", 3*time.Second)
+	newer := openAt(t, hs.URL+"/links", 3*time.Second) // the front tab now
+	t.Cleanup(func() {                                 // the tab #new-tab opens
+		pages, _ := shared.b.Pages()
+		for _, pg := range pages {
+			if info, err := pg.Info(); err == nil && info.URL == hs.URL+"/target" {
+				pg.Close()
+			}
+		}
+	})
+	if err := old.Click(ctx, "#button"); err != nil {
+		t.Fatalf("click in the older tab: %v", err)
+	}
+	if err := old.Type(ctx, "#q-none", "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Press(ctx, "#q-none", "Enter"); err != nil {
+		t.Fatalf("Enter in the older tab: %v", err)
+	}
+	if out, err := old.Text(ctx, "#out"); err != nil || out != "submitted x" {
+		t.Errorf("#out in the older tab = %q (%v), want the form's handler to have run", out, err)
+	}
+	if err := newer.Click(ctx, "#new-tab"); err != nil { // a third tab comes to the front
+		t.Fatal(err)
+	}
+	const n = 4
+	errs := make(chan error, 2*n)
+	for _, p := range []*Page{old, newer} {
+		go func() {
+			for range n {
+				errs <- p.Click(ctx, "#button")
+			}
+		}()
+	}
+	for range 2 * n {
+		if err := <-errs; err != nil {
+			t.Errorf("a click while two tabs click at once: %v", err)
+		}
+	}
+	for name, want := range map[*Page]string{old: fmt.Sprintf("clicked %d", n+1), newer: fmt.Sprintf("clicked %d", n)} {
+		if out, err := name.Text(ctx, "#out"); err != nil || out != want {
+			t.Errorf("#out = %q (%v), want %q: every click landed once in its own tab", out, err, want)
+		}
+	}
+}
