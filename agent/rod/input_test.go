@@ -125,7 +125,8 @@ func TestInputInBackgroundTab(t *testing.T) {
 	ctx := context.Background()
 	old := openAt(t, hs.URL+"/links", 3*time.Second)
 	newer := openAt(t, hs.URL+"/links", 3*time.Second) // the front tab now
-	t.Cleanup(func() {                                 // the tab #new-tab opens
+	// Close the tab #new-tab opens.
+	t.Cleanup(func() {
 		pages, _ := shared.b.Pages()
 		for _, pg := range pages {
 			if info, err := pg.Info(); err == nil && info.URL == hs.URL+"/target" {
