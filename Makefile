@@ -128,12 +128,17 @@ release:
 	PEM_TAGS="$(PEM_TAGS)" .github/scripts/release.sh $(VERSION) $(PLATFORMS)
 
 ## cross: builds pem for the release's other platforms (darwin, windows), discarding the
-## binaries — a platform-specific file missing its counterpart fails here, not at release
-## time. Not part of `make test` (a cold cross build takes minutes); ci.yml runs it beside.
+## binaries, and vets every package with its tests for them — a platform-specific file missing
+## its counterpart fails here, not at release time. Not part of `make test` (a cold cross build
+## takes minutes); ci.yml runs it beside.
 cross:
 	@for p in darwin/amd64 darwin/arm64 windows/amd64; do \
 	  echo "go build ./cmd/pem for $$p"; \
 	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -tags "$(PEM_TAGS)" -o /dev/null ./cmd/pem || exit 1; \
+	done
+	@for os in darwin windows; do \
+	  echo "go vet ./... (tests included) for $$os"; \
+	  CGO_ENABLED=0 GOOS=$$os $(GO) vet ./... || exit 1; \
 	done
 
 clean:

@@ -21,7 +21,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,10 +91,7 @@ func childBench() int {
 	r.LoadMs, r.PlanMs, r.WriteMs, r.CommitMs, r.TotalMs = ms(t1.Sub(t0)), ms(t2.Sub(t1)), ms(t3.Sub(t2)), ms(t4.Sub(t3)), ms(t4.Sub(t0))
 	r.Folded, r.Written, r.Expired = plan.Count(KindFold), len(res.Written), len(plan.Expire)
 	r.PeakRSSMB = peakRSSMB()
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		r.CPUMs = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
-	}
+	r.CPUMs = selfCPUMs()
 	json.NewEncoder(os.Stdout).Encode(r)
 	pprof.StopCPUProfile()
 	return 0
@@ -215,7 +211,7 @@ func BenchmarkConsolidate(b *testing.B) {
 	gitcli.Run(b, dir, "update-index", "-q", "--refresh")
 	// The copy leaves a gigabyte of dirty pages: write them back now, not
 	// during the measurement.
-	syscall.Sync()
+	syncDisks()
 	st, err := store.Open(dir, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -249,7 +245,7 @@ func BenchmarkConsolidate(b *testing.B) {
 		}
 	}
 	st.Close()
-	syscall.Sync()
+	syncDisks()
 	b.Logf("setup: %d entries, %d traces, %d new, in %v", domains*intents, traces, fresh, time.Since(setup).Round(time.Second))
 
 	b.ResetTimer()
