@@ -15,6 +15,10 @@ type Policy struct {
 	// than these (0 disables one).
 	RepackPacks int `yaml:"repack_packs" json:"repack_packs"`
 	RepackLoose int `yaml:"repack_loose" json:"repack_loose"`
+	// Deep-learn keeps this many of its dated review branches
+	// (pem/deep-learn/<date>, the newest); older ones that hold only its own
+	// commit are deleted (0 keeps them all).
+	ReviewBranchesKept int `yaml:"review_branches_kept" json:"review_branches_kept"`
 
 	// Tier bounds on confidence.
 	P1 float64 `yaml:"p1" json:"p1"` // replay directly
@@ -64,6 +68,7 @@ func DefaultPolicy() Policy {
 		HalfLifeDays:             30,
 		RepackPacks:              20,
 		RepackLoose:              2000,
+		ReviewBranchesKept:       7,
 		P1:                       0.85,
 		P2:                       0.60,
 		P3:                       0.40,
@@ -104,6 +109,8 @@ func (p Policy) Validate() error {
 		return bad("repack_packs", p.RepackPacks)
 	case p.RepackLoose < 0:
 		return bad("repack_loose", p.RepackLoose)
+	case p.ReviewBranchesKept < 0:
+		return bad("review_branches_kept", p.ReviewBranchesKept)
 	case !(p.P3 > 0 && p.P3 < p.P2 && p.P2 < p.P1 && p.P1 <= 1):
 		return fmt.Errorf("pem.yaml: tier bounds must satisfy 0 < p3 < p2 < p1 <= 1 (have p3=%v p2=%v p1=%v)", p.P3, p.P2, p.P1)
 	case p.CandidateConfidence <= 0 || p.CandidateConfidence > 1:

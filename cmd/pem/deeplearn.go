@@ -40,7 +40,9 @@ func newDeepLearnCmd() *cli.Command {
 			"the extraction query and answers with freshness. Proposals are at most candidate; a verified entry\n" +
 			"is never edited — a change is a new revision that supersedes it. The proposals are committed on the\n" +
 			"branch pem/deep-learn/<date> (or --branch) without touching your branch, index or files; the report\n" +
-			"(the pull request body) is printed on stdout. --apply writes and commits them on the current branch.\n\n" +
+			"(the pull request body) is printed on stdout. --apply writes and commits them on the current branch.\n" +
+			"Of the dated branches pem/deep-learn/<date> the newest policy.review_branches_kept (7) are kept; an\n" +
+			"older one that holds only deep-learn's own commit is deleted (its proposals are on every newer one).\n\n" +
 			"Domains are mined in parallel, one domain's traces in memory per worker. The run remembers, in the git\n" +
 			"directory (pem-deeplearn/, never committed), the listing of each domain's trace directories, which\n" +
 			"entry each trace belongs to, each entry's traces as decoded and what each entry mined to: the next run\n" +
@@ -128,7 +130,7 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		fmt.Fprintf(log, "pem: deep-learn mined %d entries: nothing new to propose\n", len(ps))
 		return report, nil
 	}
-	title := fmt.Sprintf("pem: deep-learn proposals for %d entries", len(changed))
+	title := fmt.Sprintf(reviewTitle+" for %d entries", len(changed))
 	if apply {
 		release, err := st.Lock(ctx)
 		if err != nil {
@@ -156,12 +158,13 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 		files[store.FactsPath(p.Domain, p.IntentKey)] = p.Data
 	}
 	if branch == "" {
-		branch = "pem/deep-learn/" + now.Format("2006-01-02")
+		branch = reviewPrefix + now.Format("2006-01-02")
 	}
 	h, err := commitToBranch(ctx, st.Root(), branch, files, title+"\n\n"+report)
 	if err != nil {
 		return "", err
 	}
+	pruneReviewBranches(ctx, st, branch, log)
 	if h == "" {
 		fmt.Fprintf(log, "pem: deep-learn: nothing to propose beyond what HEAD or branch %s holds already; branch not moved\n", branch)
 		return report, nil

@@ -172,6 +172,40 @@ func commitToBranch(ctx context.Context, dir, branch string, files map[string][]
 	return r.CommitToBranch(ctx, branch, files, msg, gitrepo.Signature{})
 }
 
+// reviewPrefix and reviewTitle name deep-learn's dated review branches
+// (reviewPrefix + YYYY-MM-DD) and begin its review commits' messages.
+const (
+	reviewPrefix = "pem/deep-learn/"
+	reviewTitle  = "pem: deep-learn proposals"
+)
+
+// pruneReviewBranches deletes deep-learn's dated review branches beyond the
+// newest policy.review_branches_kept (never spare, the one just written,
+// nor one anybody committed onto: gitrepo.PruneReviewBranches). Each night's
+// branch re-proposes what is still pending, so an older one holds nothing
+// a newer lacks, only ~10,000 blobs of its own. A failure loses nothing: a
+// warning on log.
+func pruneReviewBranches(ctx context.Context, st *store.Store, spare string, log io.Writer) {
+	cfg, err := st.Config(ctx)
+	if err != nil {
+		return
+	}
+	r, err := gitrepo.Open(ctx, st.Root())
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	keep := cfg.Policy.ReviewBranchesKept
+	pruned, err := r.PruneReviewBranches(ctx, reviewPrefix, reviewTitle, spare, keep, gitrepo.Signature{})
+	if err != nil {
+		fmt.Fprintf(log, "pem: warning: %v; nothing else is affected (delete old review branches with git branch -D)\n", err)
+	}
+	if len(pruned) > 0 {
+		fmt.Fprintf(log, "pem: deep-learn deleted %d review %s older than the newest %d (policy.review_branches_kept): %s\n",
+			len(pruned), plural(len(pruned), "branch", "branches"), keep, strings.Join(pruned, ", "))
+	}
+}
+
 // maintainTree keeps the object store of st's repository healthy after a
 // commit outside consolidation (deep-learn's): under the tree lock (taken
 // here when lock, else held by the caller), so two repacks never run at once,

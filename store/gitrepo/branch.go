@@ -3,8 +3,11 @@ package gitrepo
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -121,4 +124,88 @@ func (R *Repo) CommitToBranch(ctx context.Context, branch string, files map[stri
 		return "", err
 	}
 	return h.String(), nil
+}
+
+// PruneReviewBranches deletes the dated review branches under prefix (e.g.
+// "pem/deep-learn/": refs/heads/<prefix><YYYY-MM-DD>) beyond the newest
+// keep, and returns the names it deleted. A branch is deleted only when its
+// tip is the single commit a proposal run writes — author sig (pem's by
+// default), message starting with msgPrefix, one parent — so a branch someone
+// committed onto, or one of another name, is never touched; nor is a branch
+// checked out in this or a linked worktree, or spare (the one just written).
+// keep <= 0 deletes nothing. Deleting a branch removes its ref only: the
+// objects go at the next repack or git gc, when nothing else holds them.
+func (R *Repo) PruneReviewBranches(ctx context.Context, prefix, msgPrefix, spare string, keep int, sig Signature) ([]string, error) {
+	if keep <= 0 {
+		return nil, nil
+	}
+	r := R.r.session()
+	defer R.invalidate()
+	sig = sig.orDefault()
+	refs, err := r.st.IterReferences()
+	if err != nil {
+		return nil, fmt.Errorf("listing branches in %s: %w", r.common, err)
+	}
+	var dated []plumbing.ReferenceName
+	_ = refs.ForEach(func(ref *plumbing.Reference) error {
+		name := ref.Name()
+		if !name.IsBranch() {
+			return nil
+		}
+		date, ok := strings.CutPrefix(name.Short(), prefix)
+		if ok && len(date) == len("2006-01-02") {
+			if _, err := time.Parse("2006-01-02", date); err == nil {
+				dated = append(dated, name)
+			}
+		}
+		return nil
+	})
+	if len(dated) <= keep {
+		return nil, nil
+	}
+	sort.Slice(dated, func(i, j int) bool { return dated[i] > dated[j] }) // newest first
+	out := r.checkedOut()
+	var pruned []string
+	for _, name := range dated[keep:] {
+		if err := ctx.Err(); err != nil {
+			return pruned, err
+		}
+		if out[name] || name.Short() == spare {
+			continue
+		}
+		h, err := r.refValue(name)
+		if err != nil || h.IsZero() {
+			continue
+		}
+		c, err := object.GetCommit(r.st, h)
+		if err != nil || len(c.ParentHashes) != 1 || c.Author.Email != sig.Email || c.Author.Name != sig.Name ||
+			!strings.HasPrefix(c.Message, msgPrefix) {
+			continue
+		}
+		if cur, err := r.refValue(name); err != nil || cur != h {
+			continue // moved meanwhile
+		}
+		if err := r.st.RemoveReference(name); err != nil {
+			return pruned, fmt.Errorf("deleting branch %s in %s: %w", name.Short(), r.common, err)
+		}
+		pruned = append(pruned, name.Short())
+	}
+	return pruned, nil
+}
+
+// checkedOut is the set of branches HEAD, or a linked worktree's HEAD, is on.
+func (r *repo) checkedOut() map[plumbing.ReferenceName]bool {
+	out := map[plumbing.ReferenceName]bool{}
+	heads := []string{filepath.Join(r.gitDir, "HEAD"), filepath.Join(r.common, "HEAD")}
+	if more, err := filepath.Glob(filepath.Join(r.common, "worktrees", "*", "HEAD")); err == nil {
+		heads = append(heads, more...)
+	}
+	for _, f := range heads {
+		if b, err := os.ReadFile(f); err == nil {
+			if target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref:"); ok {
+				out[plumbing.ReferenceName(strings.TrimSpace(target))] = true
+			}
+		}
+	}
+	return out
 }

@@ -175,3 +175,69 @@ func TestCommitToBranchWritesOnePackAndNothingTwice(t *testing.T) {
 	}
 	gitcli.Run(t, dir, "fsck", "--strict", "--no-dangling")
 }
+
+// TestPruneReviewBranches: of the dated review branches, the newest keep stay;
+// older ones go when their tip is the single commit a proposal run wrote —
+// not one someone committed onto, not one checked out in a linked worktree,
+// not one packed into packed-refs by git gc (deleted there too), not a
+// branch of another name, not the spared one.
+func TestPruneReviewBranches(t *testing.T) {
+	ctx, dir := treeWithOneCommit(t)
+	const prefix, title = "pem/deep-learn/", "pem: deep-learn proposals"
+	for d := 1; d <= 9; d++ {
+		name := fmt.Sprintf("%s2026-11-%02d", prefix, d)
+		files := map[string][]byte{"facts/x.example/new.yaml": []byte(fmt.Sprintf("format: 1\nday: %d\n", d))}
+		if _, err := commitToBranchDir(ctx, dir, name, files, title+" for 1 entries", Signature{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := commitToBranchDir(ctx, dir, "pem/deep-learn/mine", map[string][]byte{"facts/x.example/m.yaml": []byte("format: 1\n")}, title, Signature{}); err != nil {
+		t.Fatal(err)
+	}
+	// A reviewer's commit on 11-02; 11-03 checked out in a linked worktree;
+	// 11-04 and the rest packed by git (packed-refs).
+	gitcli.Run(t, dir, "pack-refs", "--all")
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitcli.Run(t, dir, "worktree", "add", "-q", wt, prefix+"2026-11-03")
+	gitcli.Run(t, dir, "worktree", "add", "-q", "-b", "review", filepath.Join(t.TempDir(), "wt2"), prefix+"2026-11-02")
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// Move 11-02 forward with a reviewer's own commit, through git.
+	reviewDir := ""
+	for _, line := range strings.Split(gitcli.Run(t, dir, "worktree", "list", "--porcelain"), "\n") {
+		if p, ok := strings.CutPrefix(line, "worktree "); ok && strings.HasSuffix(p, "wt2") {
+			reviewDir = p
+		}
+	}
+	writeFile(t, reviewDir, "facts/x.example/new.yaml", "format: 1\nday: 2, reviewed\n")
+	gitcli.Run(t, reviewDir, "-c", "user.name=Ann", "-c", "user.email=ann@example.com", "commit", "-q", "-am", "review")
+	gitcli.Run(t, reviewDir, "checkout", "-q", "--detach")
+	gitcli.Run(t, dir, "branch", "-f", prefix+"2026-11-02", "review")
+
+	pruned, err := r.PruneReviewBranches(ctx, prefix, title, prefix+"2026-11-05", 3, Signature{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{prefix + "2026-11-06", prefix + "2026-11-04", prefix + "2026-11-01"}
+	if strings.Join(pruned, " ") != strings.Join(want, " ") {
+		t.Errorf("pruned %v, want %v", pruned, want)
+	}
+	left := gitcli.Run(t, dir, "for-each-ref", "--format=%(refname:short)", "refs/heads/pem/")
+	wantLeft := []string{"2026-11-02", "2026-11-03", "2026-11-05", "2026-11-07", "2026-11-08", "2026-11-09", "mine"}
+	for i := range wantLeft {
+		wantLeft[i] = prefix + wantLeft[i]
+	}
+	if left != strings.Join(wantLeft, "\n") {
+		t.Errorf("branches left:\n%s\nwant:\n%s", left, strings.Join(wantLeft, "\n"))
+	}
+	if out := gitcli.Run(t, dir, "fsck", "--no-dangling"); strings.TrimSpace(out) != "" {
+		t.Errorf("git fsck after pruning: %s", out)
+	}
+	// keep 0 deletes nothing.
+	if pruned, err := r.PruneReviewBranches(ctx, prefix, title, "", 0, Signature{}); err != nil || pruned != nil {
+		t.Errorf("keep 0 pruned %v (%v)", pruned, err)
+	}
+}
