@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -682,4 +683,82 @@ func flatten(ix index) []string {
 		}
 	}
 	return out
+}
+
+// Queries of every key, in one long-lived store and in new ones, while
+// another writer keeps replacing the index file with a good copy, a damaged
+// one or none: every answer is the right one (run under -race).
+func TestTraceIndexConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s0 := newTree(t)
+	dir := s0.Root()
+	byKey := putTraces(t, s0, "example.com", []string{"find the price", "read the news", "open a ticket"}, 4)
+	p := filepath.Join(dir, ".pem-cache", "trace-index", "example.com")
+	shared := openLater(t, dir)
+	for k := range byKey {
+		if _, err := shared.IntentTraceRefs(ctx, "example.com", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := slices.Sorted(maps.Keys(byKey))
+	done := make(chan struct{})
+	writer := make(chan struct{})
+	go func() { // the other writer
+		defer close(writer)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			data := good
+			switch i % 3 {
+			case 1:
+				data = slices.Clone(good)
+				data[len(data)/2] ^= 0x20
+			case 2:
+				_ = os.Remove(p)
+				continue
+			}
+			tmp := fmt.Sprintf("%s.%d.tmp", p, i)
+			if os.WriteFile(tmp, data, 0o644) == nil {
+				_ = os.Rename(tmp, p)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				s := shared
+				if g%2 == 1 {
+					s = openLater(t, dir)
+				}
+				k := keys[(g+i)%len(keys)]
+				refs, err := s.IntentTraceRefs(ctx, "example.com", k)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got := ids(refs); !slices.Equal(got, byKey[k]) {
+					errs <- fmt.Errorf("goroutine %d, query %d: IntentTraceRefs(%s) = %v, want %v", g, i, k, got, byKey[k])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	<-writer
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
