@@ -157,9 +157,8 @@ type indexFile struct {
 	domain string
 	fid    fileID // the version read
 	days   map[string]dayState
-	keys   []keyBlock     // sorted by key
-	at     map[string]int // key → its index in keys
-	body   int64          // where the body starts
+	keys   []keyBlock // sorted by key
+	body   int64      // where the body starts
 
 	mu     sync.Mutex
 	blocks map[string]map[string][]string // key → day → ids, the blocks read
@@ -236,41 +235,44 @@ func parseIndexHead(fd *os.File, fi fs.FileInfo) *indexFile {
 	if crc32.Checksum(head, idxCRC) != uint32(crc) {
 		return nil
 	}
-	f := &indexFile{fid: idOf(fi), days: map[string]dayState{}, at: map[string]int{}, body: headLen,
+	f := &indexFile{fid: idOf(fi), days: map[string]dayState{}, body: headLen,
 		blocks: map[string]map[string][]string{}}
+	text := string(head) // one string: the days, keys and identities are its substrings
 	lastDay, next := "", int64(0)
-	for rest := head; len(rest) > 0; {
-		var line []byte
-		line, rest, ok = bytes.Cut(rest, []byte("\n"))
+	for rest := text; len(rest) > 0; {
+		line, after, ok := strings.Cut(rest, "\n")
 		if !ok {
 			return nil
 		}
-		switch {
-		case bytes.HasPrefix(line, []byte("day ")) && len(f.keys) == 0:
-			day, state, ok := strings.Cut(string(line[4:]), " ")
+		rest = after
+		if day, ok := strings.CutPrefix(line, "day "); ok && len(f.keys) == 0 {
+			day, state, ok := strings.Cut(day, " ")
 			if !ok || day <= lastDay || checkDay(day) != nil || len(state) < 3 || state[1] != ' ' ||
 				state[0] != '0' && state[0] != '1' {
 				return nil
 			}
 			f.days[day], lastDay = dayState{trusted: state[0] == '1', id: state[2:]}, day
-		case bytes.HasPrefix(line, []byte("key ")):
-			kf := strings.Fields(string(line[4:]))
-			if len(kf) != 4 || !engine.ValidKey(kf[0]) && kf[0] != unknownKey ||
-				len(f.keys) > 0 && kf[0] <= f.keys[len(f.keys)-1].key {
-				return nil
-			}
-			off, err1 := strconv.ParseInt(kf[1], 10, 64)
-			n, err2 := strconv.ParseInt(kf[2], 10, 64)
-			c, err3 := strconv.ParseUint(kf[3], 10, 32)
-			if err1 != nil || err2 != nil || err3 != nil || off != next || n <= 0 || n%idxLineLen != 0 {
-				return nil
-			}
-			next = off + n
-			f.at[kf[0]] = len(f.keys)
-			f.keys = append(f.keys, keyBlock{key: kf[0], off: off, n: n, crc: uint32(c)})
-		default:
+			continue
+		}
+		kl, ok := strings.CutPrefix(line, "key ")
+		if !ok {
 			return nil
 		}
+		k, kl, ok1 := strings.Cut(kl, " ")
+		o, kl, ok2 := strings.Cut(kl, " ")
+		l, c, ok3 := strings.Cut(kl, " ")
+		if !ok1 || !ok2 || !ok3 || !engine.ValidKey(k) && k != unknownKey ||
+			len(f.keys) > 0 && k <= f.keys[len(f.keys)-1].key {
+			return nil
+		}
+		off, err1 := strconv.ParseInt(o, 10, 64)
+		n, err2 := strconv.ParseInt(l, 10, 64)
+		bc, err3 := strconv.ParseUint(c, 10, 32)
+		if err1 != nil || err2 != nil || err3 != nil || off != next || n <= 0 || n%idxLineLen != 0 {
+			return nil
+		}
+		next = off + n
+		f.keys = append(f.keys, keyBlock{key: k, off: off, n: n, crc: uint32(bc)})
 	}
 	if next != bodyLen {
 		return nil
@@ -283,7 +285,7 @@ func parseIndexHead(fd *os.File, fi fs.FileInfo) *indexFile {
 func (f *indexFile) ids(key, day string) ([]string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.at[key]; !ok {
+	if _, ok := f.find(key); !ok {
 		return nil, true // no trace has this key
 	}
 	if f.blocks[key] == nil && !f.readBlocks(nil, key) {
@@ -297,7 +299,7 @@ func (f *indexFile) ids(key, day string) ([]string, bool) {
 // read from); false when one cannot be read or is damaged. f.mu is held.
 func (f *indexFile) readBlocks(fd *os.File, keys ...string) bool {
 	for _, k := range keys {
-		i, ok := f.at[k]
+		i, ok := f.find(k)
 		if !ok || f.blocks[k] != nil {
 			continue
 		}
@@ -322,6 +324,11 @@ func (f *indexFile) readBlocks(fd *os.File, keys ...string) bool {
 	return true
 }
 
+// find returns the index of key's block in f.keys.
+func (f *indexFile) find(key string) (int, bool) {
+	return slices.BinarySearchFunc(f.keys, key, func(b keyBlock, k string) int { return strings.Compare(b.key, k) })
+}
+
 // reopen opens the index file again; false when it is no longer the
 // version f was read from.
 func (f *indexFile) reopen() (*os.File, bool) {
@@ -343,25 +350,31 @@ func (f *indexFile) parseBlock(key string, data []byte, crc uint32) (map[string]
 		return nil, false
 	}
 	m := map[string][]string{}
-	var prev []byte
-	day := ""
-	for off := 0; off < len(data); off += idxLineLen {
-		line := data[off : off+idxLineLen]
-		if line[10] != ' ' || line[idxLineLen-1] != '\n' || prev != nil && bytes.Compare(prev, line) >= 0 {
+	text := string(data) // one string: the ids are its substrings
+	ids := make([]string, 0, len(data)/idxLineLen)
+	run, day := 0, ""
+	for off := 0; off < len(text); off += idxLineLen {
+		line := text[off : off+idxLineLen]
+		if line[10] != ' ' || line[idxLineLen-1] != '\n' || off > 0 && text[off-idxLineLen:off] >= line {
 			return nil, false
 		}
-		prev = line
-		if string(line[:10]) != day {
-			day = string(line[:10])
+		if line[:10] != day {
+			if day != "" {
+				m[day] = ids[run:len(ids):len(ids)]
+			}
+			run, day = len(ids), line[:10]
 			if _, ok := f.days[day]; !ok {
 				return nil, false
 			}
 		}
-		id := string(line[11 : idxLineLen-1])
+		id := line[11 : idxLineLen-1]
 		if !engine.ValidTraceID(id) {
 			return nil, false
 		}
-		m[day] = append(m[day], id)
+		ids = append(ids, id)
+	}
+	if day != "" {
+		m[day] = ids[run:len(ids):len(ids)]
 	}
 	return m, true
 }
