@@ -514,6 +514,7 @@ func TestTraceIndexDamaged(t *testing.T) {
 	damaged["a directory's worth of zeros"] = make([]byte, 4096)
 
 	names := slices.Sorted(maps.Keys(damaged))
+	t.Logf("%d damaged files over a %d-byte index", len(names), len(good))
 	for _, name := range names {
 		if err := os.WriteFile(p, damaged[name], 0o644); err != nil {
 			t.Fatal(err)
