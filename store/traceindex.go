@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -379,8 +380,11 @@ func (f *indexFile) parseBlock(key string, data []byte, crc uint32) (map[string]
 	return m, true
 }
 
-// body returns the whole body, its blocks checked (read once, until
-// release); nil when the file is no longer the version f was read from.
+// bodyBytes returns the whole body, each block's CRC and line layout
+// checked (read once, until release); nil when it cannot be read from the
+// version of the file f was read from. Its ids are not handed out as
+// traces (dayKnown's are only looked up by listed names; the writer copies
+// lines, checked again by the next reader's parseBlock).
 func (f *indexFile) bodyBytes() []byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -392,19 +396,19 @@ func (f *indexFile) bodyBytes() []byte {
 		return nil
 	}
 	defer fd.Close()
-	n := f.fid.size - f.body
-	data := make([]byte, n)
+	data := make([]byte, f.fid.size-f.body)
 	if _, err := fd.ReadAt(data, f.body); err != nil {
 		return nil
 	}
 	for _, b := range f.keys {
 		blk := data[b.off : b.off+b.n]
-		if _, ok := f.blocks[b.key]; !ok {
-			m, ok := f.parseBlock(b.key, blk, b.crc)
-			if !ok {
+		if blockCRC(b.key, blk) != b.crc {
+			return nil
+		}
+		for off := 0; off < len(blk); off += idxLineLen {
+			if blk[off+10] != ' ' || blk[off+idxLineLen-1] != '\n' {
 				return nil
 			}
-			f.blocks[b.key] = m
 		}
 	}
 	f.whole = data
@@ -419,17 +423,20 @@ func (f *indexFile) release() {
 }
 
 // dayKnown returns the keys of a day's traces as the file holds them
-// (reading the body whole); nil when it cannot be read.
+// (reading the body whole: a binary search for the day's run in each
+// block); nil when it cannot be read.
 func (f *indexFile) dayKnown(day string) map[string]string {
-	if f.bodyBytes() == nil {
+	whole := f.bodyBytes()
+	if whole == nil {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	known := map[string]string{}
 	for _, b := range f.keys {
-		for _, id := range f.blocks[b.key][day] {
-			known[id] = b.key
+		blk := whole[b.off : b.off+b.n]
+		dayOf := func(i int) string { return string(blk[i*idxLineLen : i*idxLineLen+10]) }
+		n := len(blk) / idxLineLen
+		for i := sort.Search(n, func(i int) bool { return dayOf(i) >= day }); i < n && dayOf(i) == day; i++ {
+			known[string(blk[i*idxLineLen+11:(i+1)*idxLineLen-1])] = b.key
 		}
 	}
 	return known
@@ -749,6 +756,10 @@ func (s *Store) writeTraceIndex(domain string, days []string, dks []*dayKeys) {
 			perKey[k] = append(perKey[k], arena[at:len(arena):len(arena)])
 		}
 	}
+	// The lines kept from index files, as runs of consecutive lines of
+	// their blocks (sorted by day, then id; a day's run is found by its
+	// first ten bytes, one map lookup a run).
+	kept := map[string][][]byte{}
 	for f, ds := range keep {
 		whole := f.bodyBytes()
 		if whole == nil {
@@ -756,28 +767,46 @@ func (s *Store) writeTraceIndex(domain string, days []string, dks []*dayKeys) {
 		}
 		for _, b := range f.keys {
 			blk := whole[b.off : b.off+b.n]
-			for off := 0; off < len(blk); off += idxLineLen {
-				if line := blk[off : off+idxLineLen : off+idxLineLen]; ds[string(line[:10])] {
-					perKey[b.key] = append(perKey[b.key], line)
+			start, in, day := 0, false, ""
+			for off := 0; off <= len(blk); off += idxLineLen {
+				if off < len(blk) && string(blk[off:off+10]) == day {
+					continue
+				}
+				if in && off > start {
+					kept[b.key] = append(kept[b.key], blk[start:off:off])
+				}
+				if off < len(blk) {
+					day = string(blk[off : off+10])
+					start, in = off, ds[day]
 				}
 			}
 		}
 	}
-	keys := make([]string, 0, len(perKey))
+	if len(keep) > 1 { // days from several versions of the file: their runs in order
+		for _, runs := range kept {
+			slices.SortFunc(runs, bytes.Compare)
+		}
+	}
+	keys := make([]string, 0, len(perKey)+len(kept))
 	n := 0
 	for k, lines := range perKey {
 		keys = append(keys, k)
 		n += len(lines) * idxLineLen
+		slices.SortFunc(lines, bytes.Compare)
+	}
+	for k, runs := range kept {
+		if perKey[k] == nil {
+			keys = append(keys, k)
+		}
+		for _, r := range runs {
+			n += len(r)
+		}
 	}
 	slices.Sort(keys)
 	body := make([]byte, 0, n)
 	for _, k := range keys {
-		lines := perKey[k]
-		slices.SortFunc(lines, bytes.Compare)
 		at := len(body)
-		for _, line := range lines {
-			body = append(body, line...)
-		}
+		body = mergeLines(body, kept[k], perKey[k])
 		blk := body[at:]
 		fmt.Fprintf(&head, "key %s %d %d %d\n", k, at, len(blk), blockCRC(k, blk))
 	}
@@ -793,6 +822,31 @@ func (s *Store) writeTraceIndex(domain string, days []string, dks []*dayKeys) {
 	out := make([]byte, 0, len(first)+head.Len()+len(body))
 	out = append(append(append(out, first...), head.Bytes()...), body...)
 	s.writeCacheFile(traceIndexDir+"/"+domain, out)
+}
+
+// mergeLines appends to body the lines of runs (each a run of sorted
+// index lines, the runs in order) and of lines (sorted), merged in order.
+func mergeLines(body []byte, runs, lines [][]byte) []byte {
+	for _, r := range runs {
+		for len(r) > 0 {
+			if len(lines) == 0 {
+				body = append(body, r...)
+				break
+			}
+			// The lines of r before the next new line go in at once.
+			j := sort.Search(len(r)/idxLineLen, func(i int) bool {
+				return bytes.Compare(r[i*idxLineLen:(i+1)*idxLineLen], lines[0]) >= 0
+			})
+			body, r = append(body, r[:j*idxLineLen]...), r[j*idxLineLen:]
+			if len(r) > 0 {
+				body, lines = append(body, lines[0]...), lines[1:]
+			}
+		}
+	}
+	for _, l := range lines {
+		body = append(body, l...)
+	}
+	return body
 }
 
 // cacheDirs creates dir under .pem-cache (and .pem-cache's .gitignore),

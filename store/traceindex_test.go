@@ -93,6 +93,12 @@ func TestIntentTraceRefs(t *testing.T) {
 	byKey[k] = append(byKey[k], extra.ID)
 	slices.Sort(byKey[k])
 	check(reader, "after another writer's save")
+	idxFile := filepath.Join(dir, ".pem-cache", "trace-index", "example.com")
+	if data, err := os.ReadFile(idxFile); err != nil {
+		t.Fatal(err)
+	} else {
+		parseIndex(t, data) // rewritten by reader: a changed middle day merged into the others
+	}
 
 	// A trace deleted by consolidation's TTL drops out.
 	gone := byKey[k][0]
@@ -102,7 +108,29 @@ func TestIntentTraceRefs(t *testing.T) {
 	}
 	byKey[k] = byKey[k][1:]
 	check(reader, "after a delete of "+gone)
+	if data, err := os.ReadFile(idxFile); err != nil {
+		t.Fatal(err)
+	} else {
+		parseIndex(t, data)
+	}
 	check(openLater(t, dir), "a new process after the delete")
+	// The file rewritten after those changes (a middle day's lines merged
+	// into the unchanged days' copied ones) is the file a rebuild writes.
+	merged, err := os.ReadFile(filepath.Join(dir, ".pem-cache", "trace-index", "example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, ".pem-cache", "trace-index", "example.com")); err != nil {
+		t.Fatal(err)
+	}
+	check(openLater(t, dir), "a rebuild")
+	rebuilt, err := os.ReadFile(filepath.Join(dir, ".pem-cache", "trace-index", "example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(merged, rebuilt) {
+		t.Errorf("the index rewritten after changes differs from a rebuild:\n%s\nrebuilt:\n%s", merged, rebuilt)
+	}
 
 	// A damaged or foreign index file is rebuilt, never trusted.
 	idx := []string{filepath.Join(dir, ".pem-cache", "trace-index", "example.com")}
@@ -389,6 +417,11 @@ func parseIndex(t *testing.T, data []byte) index {
 			}
 			ix.keys = append(ix.keys, k)
 			ix.blocks[k] = strings.Split(strings.TrimSuffix(string(blk), "\n"), "\n")
+			for i := 1; i < len(ix.blocks[k]); i++ {
+				if ix.blocks[k][i-1] >= ix.blocks[k][i] {
+					t.Fatalf("block of %s not strictly sorted by day, then id: %q", k, ix.blocks[k])
+				}
+			}
 		default:
 			t.Fatalf("head line %q is neither a day nor a key line", l)
 		}
@@ -762,5 +795,72 @@ func TestTraceIndexConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// A long-lived store whose index days came from the file learns a trace
+// added to a middle day: the file it writes keeps the other days' lines
+// (copied from the old file), the changed day's once (the old and the
+// learned), every block strictly in order — the file a rebuild writes.
+func TestTraceIndexMergesChangedDay(t *testing.T) {
+	ctx := context.Background()
+	s0 := newTree(t)
+	dir := s0.Root()
+	byKey := putTraces(t, s0, "example.com", []string{"find the price", "read the news", "open a ticket"}, 4)
+	p := filepath.Join(dir, ".pem-cache", "trace-index", "example.com")
+	for k := range byKey {
+		if _, err := openLater(t, dir).IntentTraceRefs(ctx, "example.com", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openLater(t, dir)
+	if _, err := s.IntentTraceRefs(ctx, "example.com", "find-the-price"); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of a news trace of the second day under a new id (only its
+	// intent_key line is read by the index).
+	day := filepath.Join(dir, "traces", "example.com", "2025-06-02")
+	src := byKey["read-the-news"][1]
+	data, err := os.ReadFile(filepath.Join(day, src+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := src[:20] + "ZZZZZZ"
+	np := filepath.Join(day, added+".yaml")
+	if err := os.WriteFile(np, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := s.IntentTraceRefs(ctx, "example.com", "read-the-news")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(byKey["read-the-news"]), added)
+	slices.Sort(want)
+	if got := ids(refs); !slices.Equal(got, want) {
+		t.Fatalf("IntentTraceRefs(read-the-news) = %v, want %v", got, want)
+	}
+	merged, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := parseIndex(t, merged)
+	if n := len(ix.blocks["read-the-news"]); n != 5 {
+		t.Errorf("news block: %d lines, want 5: %q", n, ix.blocks["read-the-news"])
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openLater(t, dir).IntentTraceRefs(ctx, "example.com", "read-the-news"); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(merged, rebuilt) {
+		t.Errorf("the merged index differs from a rebuild:\n%s\nrebuilt:\n%s", merged, rebuilt)
+	}
+	if err := os.Remove(np); err != nil { // so newTree's Check passes
+		t.Fatal(err)
 	}
 }
