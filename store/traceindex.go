@@ -760,6 +760,11 @@ func (s *Store) writeTraceIndex(domain string, days []string, dks []*dayKeys) {
 	// their blocks (sorted by day, then id; a day's run is found by its
 	// first ten bytes, one map lookup a run).
 	kept := map[string][][]byte{}
+	defer func() { // the bodies read whole are not kept past the write
+		for f := range keep {
+			f.release()
+		}
+	}()
 	for f, ds := range keep {
 		whole := f.bodyBytes()
 		if whole == nil {
