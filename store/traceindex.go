@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"runtime"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -20,138 +23,460 @@ var _ engine.TraceIndex = (*Store)(nil)
 // The trace index says which intent each trace belongs to, so that a query,
 // a memory or a save for one intent reads that intent's traces and no
 // other's (a hot domain holds tens of thousands). It is local state, never
-// committed: one small text file per domain,
+// committed: one file per domain,
 //
 //	.pem-cache/trace-index/<domain>
 //
-// (.pem-cache holds a .gitignore of "*", so git never sees it), with one
-// section per day directory of traces/<domain>: a line "day <YYYY-MM-DD>
-// <trusted> <identity>" — the directory's identity when it was listed
+// (.pem-cache holds a .gitignore of "*", so git never sees it), laid out so
+// that a query reads only the part its intent needs:
+//
+//	pem trace index 3 <head length> <body length> <head crc>
+//	day <YYYY-MM-DD> <trusted> <identity>    one per day directory, sorted
+//	key <intent key> <offset> <length> <crc> one per key, sorted
+//	<body>
+//
+// The day lines hold each day directory's identity when it was listed
 // (device, inode, size, mtime, ctime: the identity the caches use,
-// cache.go) — then "<trace id> <intent key>" for every trace of that day.
-// A new process reads this one file, whatever the number of days or
-// traces (it used to be one file per day directory). The index is only a
-// cache, so it is safe to lose, and it keeps format 1 of the tree:
-//   - a section whose directory identity matches (and was old enough to
-//     trust, see racyWindow) is used as it is: one lstat per day;
+// cache.go) and whether it was old enough to trust (racyWindow). The body
+// holds one block per key, at the offset and of the length its key line
+// gives (the blocks in key order, end to end), of fixed-width lines
+// "<day> <trace id>\n" sorted by day then id. The CRCs (CRC-32C) are of the
+// head after its first line and of each block (its key's name and a
+// newline, then its lines). A new process reads the head
+// (a line per day and per key, whatever the number of traces) and, with one
+// pread each, the blocks of the queried key and of unknownKey: a few KB
+// where the whole file is MBs. The index is only a cache, so it is safe to
+// lose, and it keeps format 1 of the tree:
+//   - a day whose directory identity matches its day line (and was old
+//     enough to trust) is used as it is: one lstat per day;
 //   - otherwise the day is listed again and only the traces the index does
 //     not name are read, for their intent key (traces are immutable: an id
-//     keeps its key), and the file is rewritten;
-//   - a missing or unreadable index is rebuilt the same way; deleted traces
-//     and days drop out at the next listing.
+//     keeps its key; this reads the whole body once, to learn the day's
+//     lines), and the file is rewritten;
+//   - a missing, older (format 2) or damaged file — a bad header, lengths
+//     that do not add up to the file's size, a CRC that does not match, a
+//     line out of order or naming a day the head does not list — is not
+//     used: the days it would answer for are listed and their traces read
+//     again, and the file is rewritten; deleted traces and days drop out at
+//     the next listing.
 //
 // Writers in several processes race only on whole files (a temporary file
 // renamed into place), so a lost update costs a re-read, never a wrong
-// answer. An intent key is learned from the trace's top-level
+// answer; a reader that meets a file replaced since it read the head (its
+// identity changed) reads the new head and uses it for the days it holds
+// unchanged. An intent key is learned from the trace's top-level
 // "intent_key:" line when the file has exactly one (canonical YAML always
 // does), else by decoding the trace; a trace that cannot be read is listed
-// for every intent, so each query still reports it. The engine decodes
-// every trace it is handed and checks its key, so a wrong line can only
-// hide the trace that carries it.
+// for every intent (under unknownKey), so each query still reports it. The
+// engine decodes every trace it is handed and checks its key, so a wrong
+// line can only hide the trace that carries it.
 const (
-	cacheDir          = ".pem-cache"
-	traceIndexDir     = cacheDir + "/trace-index"
-	traceIndexHeader  = "pem trace index 2\n"
-	traceIndexDayLine = "day "
-	unknownKey        = "-" // the trace could not be read
+	cacheDir        = ".pem-cache"
+	traceIndexDir   = cacheDir + "/trace-index"
+	traceIndexMagic = "pem trace index 3 "
+	unknownKey      = "-" // the trace could not be read
+
+	idxLineLen   = 10 + 1 + 26 + 1 // "<day> <trace id>\n"
+	idxHeadChunk = 8 << 10         // the first read: the whole head of most domains
+	maxIndexHead = 64 << 20
+	maxIndexFile = 1 << 30
 )
 
-// dayKeys is one day directory's index: the directory's identity and the
-// "<id> <key>" lines, sorted by id. A lookup scans the lines for the key
-// (a fresh process asks once); a day asked twice gets a map.
-type dayKeys struct {
-	id      string // the directory's identity (fmt of fileID)
-	trusted bool   // id was old enough when listed to show any later change
-	lines   []byte
+var idxCRC = crc32.MakeTable(crc32.Castagnoli)
 
-	known map[string]string // id → key, when built in this process
-
-	mu    sync.Mutex
-	hits  int
-	byKey map[string][]string
+// blockCRC is a block's CRC, its key's name included: a key table that
+// gives one key another's block does not check.
+func blockCRC(key string, data []byte) uint32 {
+	return crc32.Update(crc32.Checksum([]byte(key+"\n"), idxCRC), idxCRC, data)
 }
 
-// lookup returns the ids of the given keys in d; false when d holds a
-// line that is not an index line (the caller rebuilds it).
+// dayState is a day line of the index file.
+type dayState struct {
+	trusted bool   // id was old enough when listed to show any later change
+	id      string // the directory's identity (fmt of fileID)
+}
+
+// dayKeys is one day directory's index: the directory's identity and the
+// intent keys of its traces — in full when this process listed the day,
+// else in the index file (read a key at a time).
+type dayKeys struct {
+	id      string
+	trusted bool
+	day     string
+
+	known map[string]string // id → key, when listed in this process
+
+	mu    sync.Mutex
+	file  *indexFile          // when known is nil
+	byKey map[string][]string // from known, at the first lookup
+}
+
+// lookup returns the ids of the given keys in d, sorted by id per key;
+// false when the index file cannot give them (damaged, or replaced by one
+// that no longer holds this day as d knew it): the caller rebuilds d.
 func (d *dayKeys) lookup(keys ...string) ([]string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.byKey == nil && d.hits > 0 {
-		keys, ok := d.known, true
-		if keys == nil {
-			keys, ok = parseLines(d.lines)
-		}
-		if !ok {
-			return nil, false
-		}
-		d.byKey = map[string][]string{}
-		for id, k := range keys {
-			d.byKey[k] = append(d.byKey[k], id)
-		}
-		for _, ids := range d.byKey {
-			slices.Sort(ids)
-		}
-	}
-	d.hits++
 	var ids []string
-	if d.byKey != nil {
+	if d.file == nil {
+		if d.byKey == nil {
+			d.byKey = map[string][]string{}
+			for id, k := range d.known {
+				d.byKey[k] = append(d.byKey[k], id)
+			}
+			for _, ids := range d.byKey {
+				slices.Sort(ids)
+			}
+		}
 		for _, k := range keys {
 			ids = append(ids, d.byKey[k]...)
 		}
 		return ids, true
 	}
-	for _, key := range keys {
-		var ok bool
-		if ids, ok = scanLines(d.lines, key, ids); !ok {
-			return nil, false
+	st := dayState{d.trusted, d.id}
+	for _, k := range keys {
+		got, ok := d.file.ids(k, d.day)
+		if !ok { // the file changed since (or is damaged): its current version
+			nf := d.file.s.loadIndex(d.file.domain, keys...)
+			if nf == nil || nf.days[d.day] != st {
+				return nil, false
+			}
+			d.file = nf
+			if got, ok = nf.ids(k, d.day); !ok {
+				return nil, false
+			}
 		}
+		ids = append(ids, got...)
 	}
 	return ids, true
 }
 
-// scanLines appends to ids the ids of the lines of key.
-func scanLines(lines []byte, key string, ids []string) ([]string, bool) {
-	pat := []byte(" " + key + "\n")
-	for off := 0; ; {
-		i := bytes.Index(lines[off:], pat)
-		if i < 0 {
-			break
+// indexFile is what a process read of one version of a domain's index
+// file: its head, and the blocks it needed.
+type indexFile struct {
+	s      *Store
+	domain string
+	fid    fileID // the version read
+	days   map[string]dayState
+	keys   []keyBlock // sorted by key
+	body   int64      // where the body starts
+
+	mu     sync.Mutex
+	blocks map[string]map[string][]string // key → day → ids, the blocks read
+	whole  []byte                         // the body, when it was read whole (release drops it)
+}
+
+// keyBlock is a key line: where its block lies in the body and its CRC.
+type keyBlock struct {
+	key    string
+	off, n int64
+	crc    uint32
+}
+
+// loadIndex reads the head of a domain's index file and the blocks of
+// want; nil when the file is missing or not one (it is rebuilt).
+func (s *Store) loadIndex(domain string, want ...string) *indexFile {
+	fd, fi, err := s.openRegular(traceIndexDir + "/" + domain)
+	if err != nil {
+		return nil
+	}
+	defer fd.Close()
+	f := parseIndexHead(fd, fi)
+	if f == nil {
+		return nil
+	}
+	f.s, f.domain = s, domain
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.readBlocks(fd, want...) {
+		return nil
+	}
+	return f
+}
+
+// parseIndexHead reads and checks the head of the index file fd; nil when
+// it is not a whole, undamaged index file of this format.
+func parseIndexHead(fd *os.File, fi fs.FileInfo) *indexFile {
+	size := fi.Size()
+	if size > maxIndexFile {
+		return nil
+	}
+	buf := make([]byte, min(size, idxHeadChunk))
+	if _, err := fd.ReadAt(buf, 0); err != nil {
+		return nil
+	}
+	first, _, ok := bytes.Cut(buf, []byte("\n"))
+	if !ok {
+		return nil
+	}
+	nums, ok := bytes.CutPrefix(first, []byte(traceIndexMagic))
+	if !ok {
+		return nil
+	}
+	fields := strings.Fields(string(nums))
+	if len(fields) != 3 {
+		return nil
+	}
+	headLen, err1 := strconv.ParseInt(fields[0], 10, 64)
+	bodyLen, err2 := strconv.ParseInt(fields[1], 10, 64)
+	crc, err3 := strconv.ParseUint(fields[2], 10, 32)
+	if err1 != nil || err2 != nil || err3 != nil || headLen <= int64(len(first)) || headLen > maxIndexHead ||
+		bodyLen < 0 || headLen+bodyLen != size {
+		return nil
+	}
+	head := buf
+	if headLen > int64(len(buf)) {
+		head = make([]byte, headLen)
+		copy(head, buf)
+		if _, err := fd.ReadAt(head[len(buf):], int64(len(buf))); err != nil {
+			return nil
 		}
-		at := off + i
-		off = at + len(pat)
-		start := at - 26 // a trace id is 26 characters
-		if start < 0 || start > 0 && lines[start-1] != '\n' {
-			continue // the key is the tail of a longer one
+	}
+	head = head[len(first)+1 : headLen]
+	if crc32.Checksum(head, idxCRC) != uint32(crc) {
+		return nil
+	}
+	f := &indexFile{fid: idOf(fi), days: map[string]dayState{}, body: headLen,
+		blocks: map[string]map[string][]string{}}
+	text := string(head) // one string: the days, keys and identities are its substrings
+	lastDay, next := "", int64(0)
+	for rest := text; len(rest) > 0; {
+		line, after, ok := strings.Cut(rest, "\n")
+		if !ok {
+			return nil
 		}
-		id := string(lines[start:at])
-		if checkTraceID(id) != nil {
+		rest = after
+		if day, ok := strings.CutPrefix(line, "day "); ok && len(f.keys) == 0 {
+			day, state, ok := strings.Cut(day, " ")
+			if !ok || day <= lastDay || checkDay(day) != nil || len(state) < 3 || state[1] != ' ' ||
+				state[0] != '0' && state[0] != '1' {
+				return nil
+			}
+			f.days[day], lastDay = dayState{trusted: state[0] == '1', id: state[2:]}, day
+			continue
+		}
+		kl, ok := strings.CutPrefix(line, "key ")
+		if !ok {
+			return nil
+		}
+		k, kl, ok1 := strings.Cut(kl, " ")
+		o, kl, ok2 := strings.Cut(kl, " ")
+		l, c, ok3 := strings.Cut(kl, " ")
+		if !ok1 || !ok2 || !ok3 || !engine.ValidKey(k) && k != unknownKey ||
+			len(f.keys) > 0 && k <= f.keys[len(f.keys)-1].key {
+			return nil
+		}
+		off, err1 := strconv.ParseInt(o, 10, 64)
+		n, err2 := strconv.ParseInt(l, 10, 64)
+		bc, err3 := strconv.ParseUint(c, 10, 32)
+		if err1 != nil || err2 != nil || err3 != nil || off != next || n <= 0 || n%idxLineLen != 0 {
+			return nil
+		}
+		next = off + n
+		f.keys = append(f.keys, keyBlock{key: k, off: off, n: n, crc: uint32(bc)})
+	}
+	if next != bodyLen {
+		return nil
+	}
+	return f
+}
+
+// ids returns the ids of key in day (the block read on first use); false
+// when it cannot be read from the version of the file f was read from.
+func (f *indexFile) ids(key, day string) ([]string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.find(key); !ok {
+		return nil, true // no trace has this key
+	}
+	if f.blocks[key] == nil && !f.readBlocks(nil, key) {
+		return nil, false
+	}
+	return f.blocks[key][day], true
+}
+
+// readBlocks reads the blocks of keys not read yet, one pread each, from
+// fd (nil: the file is opened again and must still be the version f was
+// read from); false when one cannot be read or is damaged. f.mu is held.
+func (f *indexFile) readBlocks(fd *os.File, keys ...string) bool {
+	for _, k := range keys {
+		i, ok := f.find(k)
+		if !ok || f.blocks[k] != nil {
+			continue
+		}
+		if fd == nil {
+			var ok bool
+			if fd, ok = f.reopen(); !ok {
+				return false
+			}
+			defer fd.Close()
+		}
+		b := f.keys[i]
+		data := make([]byte, b.n)
+		if _, err := fd.ReadAt(data, f.body+b.off); err != nil {
+			return false
+		}
+		m, ok := f.parseBlock(b.key, data, b.crc)
+		if !ok {
+			return false
+		}
+		f.blocks[k] = m
+	}
+	return true
+}
+
+// find returns the index of key's block in f.keys.
+func (f *indexFile) find(key string) (int, bool) {
+	return slices.BinarySearchFunc(f.keys, key, func(b keyBlock, k string) int { return strings.Compare(b.key, k) })
+}
+
+// reopen opens the index file again; false when it is no longer the
+// version f was read from.
+func (f *indexFile) reopen() (*os.File, bool) {
+	fd, fi, err := f.s.openRegular(traceIndexDir + "/" + f.domain)
+	if err != nil {
+		return nil, false
+	}
+	if idOf(fi) != f.fid {
+		fd.Close()
+		return nil, false
+	}
+	return fd, true
+}
+
+// parseBlock checks a block (its CRC, its lines in order, each of a day
+// the head lists) and returns its ids by day.
+func (f *indexFile) parseBlock(key string, data []byte, crc uint32) (map[string][]string, bool) {
+	if blockCRC(key, data) != crc {
+		return nil, false
+	}
+	m := map[string][]string{}
+	text := string(data) // one string: the ids are its substrings
+	ids := make([]string, 0, len(data)/idxLineLen)
+	run, day := 0, ""
+	for off := 0; off < len(text); off += idxLineLen {
+		line := text[off : off+idxLineLen]
+		if line[10] != ' ' || line[idxLineLen-1] != '\n' || off > 0 && text[off-idxLineLen:off] >= line {
+			return nil, false
+		}
+		if line[:10] != day {
+			if day != "" {
+				m[day] = ids[run:len(ids):len(ids)]
+			}
+			run, day = len(ids), line[:10]
+			if _, ok := f.days[day]; !ok {
+				return nil, false
+			}
+		}
+		id := line[11 : idxLineLen-1]
+		if !engine.ValidTraceID(id) {
 			return nil, false
 		}
 		ids = append(ids, id)
 	}
-	return ids, true
+	if day != "" {
+		m[day] = ids[run:len(ids):len(ids)]
+	}
+	return m, true
 }
 
-// parseLines reads "<id> <key>" lines; false at the first line that is not one.
-func parseLines(lines []byte) (map[string]string, bool) {
-	keys := make(map[string]string, bytes.Count(lines, []byte("\n")))
-	for rest := lines; len(rest) > 0; {
-		var line []byte
-		line, rest, _ = bytes.Cut(rest, []byte("\n"))
-		id, k, ok := bytes.Cut(line, []byte(" "))
-		if !ok || len(id) != 26 || len(k) == 0 || bytes.IndexByte(k, ' ') >= 0 {
-			return nil, false
-		}
-		keys[string(id)] = string(k)
+// bodyBytes returns the whole body, each block's CRC and line layout
+// checked (read once, until release); nil when it cannot be read from the
+// version of the file f was read from. Its ids are not handed out as
+// traces (dayKnown's are only looked up by listed names; the writer copies
+// lines, checked again by the next reader's parseBlock).
+func (f *indexFile) bodyBytes() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.whole != nil {
+		return f.whole
 	}
-	return keys, true
+	fd, ok := f.reopen()
+	if !ok {
+		return nil
+	}
+	defer fd.Close()
+	data := make([]byte, f.fid.size-f.body)
+	if _, err := fd.ReadAt(data, f.body); err != nil {
+		return nil
+	}
+	for _, b := range f.keys {
+		blk := data[b.off : b.off+b.n]
+		if blockCRC(b.key, blk) != b.crc {
+			return nil
+		}
+		for off := 0; off < len(blk); off += idxLineLen {
+			if blk[off+10] != ' ' || blk[off+idxLineLen-1] != '\n' {
+				return nil
+			}
+		}
+	}
+	f.whole = data
+	return data
+}
+
+// release drops the body read whole (the blocks' ids stay).
+func (f *indexFile) release() {
+	f.mu.Lock()
+	f.whole = nil
+	f.mu.Unlock()
+}
+
+// dayKnown returns the keys of a day's traces as the file holds them
+// (reading the body whole: a binary search for the day's run in each
+// block); nil when it cannot be read.
+func (f *indexFile) dayKnown(day string) map[string]string {
+	whole := f.bodyBytes()
+	if whole == nil {
+		return nil
+	}
+	known := map[string]string{}
+	for _, b := range f.keys {
+		blk := whole[b.off : b.off+b.n]
+		dayOf := func(i int) string { return string(blk[i*idxLineLen : i*idxLineLen+10]) }
+		n := len(blk) / idxLineLen
+		for i := sort.Search(n, func(i int) bool { return dayOf(i) >= day }); i < n && dayOf(i) == day; i++ {
+			known[string(blk[i*idxLineLen+11:(i+1)*idxLineLen-1])] = b.key
+		}
+	}
+	return known
+}
+
+// openRegular opens a regular file inside the tree, refusing links on the
+// way (readFile's checks), with its FileInfo.
+func (s *Store) openRegular(rel string) (*os.File, fs.FileInfo, error) {
+	f, err := s.openChecked(rel, false)
+	if errors.Is(err, errNoOpenat2) {
+		if err := s.noSymlinks(rel); err != nil {
+			return nil, nil, err
+		}
+		lfi, err := s.root.Lstat(rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f, err = s.root.Open(rel); err != nil {
+			return nil, nil, err
+		}
+		if fi, err := f.Stat(); err != nil || !os.SameFile(fi, lfi) {
+			f.Close()
+			return nil, nil, fmt.Errorf("%w: %s changed while it was opened (a link swapped in?)", engine.ErrUnsafePath, rel)
+		}
+	} else if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s is not a regular file", engine.ErrUnsafePath, rel)
+	}
+	return f, fi, nil
 }
 
 // IntentTraceRefs lists the traces of domain whose intent key is key, and
 // those whose key could not be read (the caller reports them), oldest
 // first. Warm, it costs one lstat per day directory; a new process reads
-// the domain's one index file; a trace file is read only the first time
-// this tree's index meets it.
+// the head of the domain's index file and the blocks of two keys; a trace
+// file is read only the first time this tree's index meets it.
 func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engine.TraceRef, error) {
 	if err := checkDomain(domain); err != nil {
 		return nil, err
@@ -164,14 +489,19 @@ func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engi
 		return nil, err
 	}
 	// The index file, read on the first day this process knows nothing of.
-	var file map[string]*dayKeys
+	var file *indexFile
 	loaded := false
-	load := func() map[string]*dayKeys {
+	load := func() *indexFile {
 		if !loaded {
-			file, loaded = s.readTraceIndex(domain), true
+			file, loaded = s.loadIndex(domain, key, unknownKey), true
 		}
 		return file
 	}
+	defer func() {
+		if file != nil {
+			file.release()
+		}
+	}()
 	dks := make([]*dayKeys, len(days))
 	write := false // the file is worth rewriting
 	for i, day := range days {
@@ -188,7 +518,7 @@ func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engi
 			continue
 		}
 		ids, ok := dk.lookup(key, unknownKey)
-		if !ok { // a damaged section: rebuild it from the directory
+		if !ok { // a damaged or vanished index: rebuild the day from the directory
 			if dk, _, err = s.rebuildDayKeys(ctx, domain, day, nil, nil); err != nil {
 				return nil, err
 			}
@@ -206,12 +536,14 @@ func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engi
 		for i, day := range days {
 			if dk := dks[i]; dk != nil && dk.id != "" {
 				n++
-				if file[day] == nil {
+				if file == nil {
+					write = true
+				} else if _, ok := file.days[day]; !ok {
 					write = true
 				}
 			}
 		}
-		write = write || len(file) != n
+		write = write || file != nil && len(file.days) != n
 	}
 	if write {
 		s.writeTraceIndex(domain, days, dks) // best effort: it is a cache
@@ -223,7 +555,7 @@ func (s *Store) IntentTraceRefs(ctx context.Context, domain, key string) ([]engi
 // dayKeys returns the index of traces/<domain>/<day>, brought up to date
 // (nil when the directory is gone), and whether the domain's index file is
 // worth rewriting for it. load reads the index file (nil: none).
-func (s *Store) dayKeys(ctx context.Context, domain, day string, load func() map[string]*dayKeys) (*dayKeys, bool, error) {
+func (s *Store) dayKeys(ctx context.Context, domain, day string, load func() *indexFile) (*dayKeys, bool, error) {
 	dir := tracesDir + "/" + domain + "/" + day
 	s.watched(dir, true) // before its identity is confirmed (watch.go)
 	start := s.now()
@@ -243,15 +575,17 @@ func (s *Store) dayKeys(ctx context.Context, domain, day string, load func() map
 		known = dk.known
 	}
 	s.idxMu.Unlock()
-	var old *dayKeys
+	var old *dayState
 	if known == nil {
-		old = load()[day]
-		if old != nil && old.trusted && old.id == fmt.Sprint(idOf(fi)) {
-			s.dayIdx.put(dir, idOf(fi), old, start)
-			return old, false, nil
-		}
-		if old != nil {
-			known, _ = parseLines(old.lines)
+		if f := load(); f != nil {
+			if st, ok := f.days[day]; ok {
+				if st.trusted && st.id == fmt.Sprint(idOf(fi)) {
+					dk := &dayKeys{id: st.id, trusted: true, day: day, file: f}
+					s.dayIdx.put(dir, idOf(fi), dk, start)
+					return dk, false, nil
+				}
+				old, known = &st, f.dayKnown(day)
+			}
 		}
 	}
 	return s.rebuildDayKeys(ctx, domain, day, known, old)
@@ -260,13 +594,13 @@ func (s *Store) dayKeys(ctx context.Context, domain, day string, load func() map
 // rebuildDayKeys lists the day directory and learns the keys of the traces
 // known does not hold; true when that is worth a rewrite of the index file:
 // keys learned by reading files, traces gone, or the directory became old
-// enough to trust (old: the index file's section, if it was read).
-func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known map[string]string, old *dayKeys) (*dayKeys, bool, error) {
+// enough to trust (old: the index file's day line, if it was read).
+func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known map[string]string, old *dayState) (*dayKeys, bool, error) {
 	dir := tracesDir + "/" + domain + "/" + day
 	start := s.now()
 	fi, err := os.Lstat(s.abs(dir))
 	if err != nil || !fi.IsDir() {
-		return &dayKeys{}, false, nil
+		return &dayKeys{day: day}, false, nil
 	}
 	ents, err := s.listDirIn(ctx, dir, false)
 	if err != nil {
@@ -302,7 +636,7 @@ func (s *Store) rebuildDayKeys(ctx context.Context, domain, day string, known ma
 	for i, id := range learn {
 		keys[id] = found[i]
 	}
-	dk := &dayKeys{id: fmt.Sprint(idOf(fi)), trusted: trusted(fi, start), lines: formatLines(keys), known: keys}
+	dk := &dayKeys{id: fmt.Sprint(idOf(fi)), trusted: trusted(fi, start), day: day, known: keys}
 	// Keys of this process's own saves alone are not worth a write per
 	// save (a later process learns them from one line of each file).
 	gone := old != nil && kept < len(known)
@@ -386,55 +720,16 @@ func intentKeyLine(data []byte) (string, bool) {
 	return string(val), true
 }
 
-// readTraceIndex reads a domain's index file: its sections by day; nil
-// when it is missing or not one (a bad header or day line: it is rebuilt).
-// The lines of a section are checked when they are used (lookup).
-func (s *Store) readTraceIndex(domain string) map[string]*dayKeys {
-	data, _, err := s.readFile(traceIndexDir+"/"+domain, 256<<20)
-	if err != nil {
-		return nil
-	}
-	rest, ok := bytes.CutPrefix(data, []byte(traceIndexHeader))
-	if !ok {
-		return nil
-	}
-	days := map[string]*dayKeys{}
-	for len(rest) > 0 {
-		line, after, _ := bytes.Cut(rest, []byte("\n"))
-		head, ok := bytes.CutPrefix(line, []byte(traceIndexDayLine))
-		if !ok {
-			return nil
-		}
-		day, state, ok := bytes.Cut(head, []byte(" "))
-		if !ok || checkDay(string(day)) != nil || len(state) < 3 || state[1] != ' ' || days[string(day)] != nil {
-			return nil
-		}
-		end := bytes.Index(after, []byte("\n"+traceIndexDayLine))
-		if end < 0 {
-			end = len(after)
-		} else {
-			end++ // keep the section's last newline
-		}
-		days[string(day)] = &dayKeys{trusted: state[0] == '1', id: string(state[2:]), lines: after[:end:end]}
-		rest = after[end:]
-	}
-	return days
-}
-
 // writeTraceIndex replaces a domain's index file with dks, the index of
 // each of days. A day listed too recently to trust is written too, marked
 // so: the next process lists it again, but knows the keys of the traces it
-// names (an id keeps its key) and reads only the others.
+// names (an id keeps its key) and reads only the others. The lines of a day
+// taken from an index file as it was are copied from that file's body;
+// when that body cannot be read again, nothing is written.
 func (s *Store) writeTraceIndex(domain string, days []string, dks []*dayKeys) {
-	n := len(traceIndexHeader)
-	for _, dk := range dks {
-		if dk != nil {
-			n += 40 + len(dk.id) + len(dk.lines)
-		}
-	}
-	var b bytes.Buffer
-	b.Grow(n)
-	b.WriteString(traceIndexHeader)
+	var head bytes.Buffer
+	perKey := map[string][][]byte{}
+	keep := map[*indexFile]map[string]bool{}
 	for i, dk := range dks {
 		if dk == nil || dk.id == "" {
 			continue
@@ -443,25 +738,120 @@ func (s *Store) writeTraceIndex(domain string, days []string, dks []*dayKeys) {
 		if dk.trusted {
 			flag = " 1 "
 		}
-		b.WriteString(traceIndexDayLine + days[i] + flag + dk.id + "\n")
-		b.Write(dk.lines)
+		head.WriteString("day " + days[i] + flag + dk.id + "\n")
+		dk.mu.Lock()
+		f, known := dk.file, dk.known
+		dk.mu.Unlock()
+		if f != nil {
+			if keep[f] == nil {
+				keep[f] = map[string]bool{}
+			}
+			keep[f][days[i]] = true
+			continue
+		}
+		arena := make([]byte, 0, len(known)*idxLineLen)
+		for id, k := range known {
+			at := len(arena)
+			arena = append(append(append(append(arena, days[i]...), ' '), id...), '\n')
+			perKey[k] = append(perKey[k], arena[at:len(arena):len(arena)])
+		}
 	}
-	s.writeCacheFile(traceIndexDir+"/"+domain, b.Bytes())
+	// The lines kept from index files, as runs of consecutive lines of
+	// their blocks (sorted by day, then id; a day's run is found by its
+	// first ten bytes, one map lookup a run).
+	kept := map[string][][]byte{}
+	defer func() { // the bodies read whole are not kept past the write
+		for f := range keep {
+			f.release()
+		}
+	}()
+	for f, ds := range keep {
+		whole := f.bodyBytes()
+		if whole == nil {
+			return
+		}
+		for _, b := range f.keys {
+			blk := whole[b.off : b.off+b.n]
+			start, in, day := 0, false, ""
+			for off := 0; off <= len(blk); off += idxLineLen {
+				if off < len(blk) && string(blk[off:off+10]) == day {
+					continue
+				}
+				if in && off > start {
+					kept[b.key] = append(kept[b.key], blk[start:off:off])
+				}
+				if off < len(blk) {
+					day = string(blk[off : off+10])
+					start, in = off, ds[day]
+				}
+			}
+		}
+	}
+	if len(keep) > 1 { // days from several versions of the file: their runs in order
+		for _, runs := range kept {
+			slices.SortFunc(runs, bytes.Compare)
+		}
+	}
+	keys := make([]string, 0, len(perKey)+len(kept))
+	n := 0
+	for k, lines := range perKey {
+		keys = append(keys, k)
+		n += len(lines) * idxLineLen
+		slices.SortFunc(lines, bytes.Compare)
+	}
+	for k, runs := range kept {
+		if perKey[k] == nil {
+			keys = append(keys, k)
+		}
+		for _, r := range runs {
+			n += len(r)
+		}
+	}
+	slices.Sort(keys)
+	body := make([]byte, 0, n)
+	for _, k := range keys {
+		at := len(body)
+		body = mergeLines(body, kept[k], perKey[k])
+		blk := body[at:]
+		fmt.Fprintf(&head, "key %s %d %d %d\n", k, at, len(blk), blockCRC(k, blk))
+	}
+	crc := crc32.Checksum(head.Bytes(), idxCRC)
+	first := ""
+	for hl := head.Len(); ; { // the first line holds its own length
+		first = fmt.Sprintf("%s%d %d %d\n", traceIndexMagic, hl, len(body), crc)
+		if len(first)+head.Len() == hl {
+			break
+		}
+		hl = len(first) + head.Len()
+	}
+	out := make([]byte, 0, len(first)+head.Len()+len(body))
+	out = append(append(append(out, first...), head.Bytes()...), body...)
+	s.writeCacheFile(traceIndexDir+"/"+domain, out)
 }
 
-// formatLines writes the index lines of keys, sorted by id.
-func formatLines(keys map[string]string) []byte {
-	ids := make([]string, 0, len(keys))
-	for id := range keys {
-		ids = append(ids, id)
+// mergeLines appends to body the lines of runs (each a run of sorted
+// index lines, the runs in order) and of lines (sorted), merged in order.
+func mergeLines(body []byte, runs, lines [][]byte) []byte {
+	for _, r := range runs {
+		for len(r) > 0 {
+			if len(lines) == 0 {
+				body = append(body, r...)
+				break
+			}
+			// The lines of r before the next new line go in at once.
+			j := sort.Search(len(r)/idxLineLen, func(i int) bool {
+				return bytes.Compare(r[i*idxLineLen:(i+1)*idxLineLen], lines[0]) >= 0
+			})
+			body, r = append(body, r[:j*idxLineLen]...), r[j*idxLineLen:]
+			if len(r) > 0 {
+				body, lines = append(body, lines[0]...), lines[1:]
+			}
+		}
 	}
-	slices.Sort(ids)
-	var b bytes.Buffer
-	b.Grow(len(ids) * 64)
-	for _, id := range ids {
-		b.WriteString(id + " " + keys[id] + "\n")
+	for _, l := range lines {
+		body = append(body, l...)
 	}
-	return b.Bytes()
+	return body
 }
 
 // cacheDirs creates dir under .pem-cache (and .pem-cache's .gitignore),

@@ -3,11 +3,15 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,6 +93,12 @@ func TestIntentTraceRefs(t *testing.T) {
 	byKey[k] = append(byKey[k], extra.ID)
 	slices.Sort(byKey[k])
 	check(reader, "after another writer's save")
+	idxFile := filepath.Join(dir, ".pem-cache", "trace-index", "example.com")
+	if data, err := os.ReadFile(idxFile); err != nil {
+		t.Fatal(err)
+	} else {
+		parseIndex(t, data) // rewritten by reader: a changed middle day merged into the others
+	}
 
 	// A trace deleted by consolidation's TTL drops out.
 	gone := byKey[k][0]
@@ -98,7 +108,29 @@ func TestIntentTraceRefs(t *testing.T) {
 	}
 	byKey[k] = byKey[k][1:]
 	check(reader, "after a delete of "+gone)
+	if data, err := os.ReadFile(idxFile); err != nil {
+		t.Fatal(err)
+	} else {
+		parseIndex(t, data)
+	}
 	check(openLater(t, dir), "a new process after the delete")
+	// The file rewritten after those changes (a middle day's lines merged
+	// into the unchanged days' copied ones) is the file a rebuild writes.
+	merged, err := os.ReadFile(filepath.Join(dir, ".pem-cache", "trace-index", "example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, ".pem-cache", "trace-index", "example.com")); err != nil {
+		t.Fatal(err)
+	}
+	check(openLater(t, dir), "a rebuild")
+	rebuilt, err := os.ReadFile(filepath.Join(dir, ".pem-cache", "trace-index", "example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(merged, rebuilt) {
+		t.Errorf("the index rewritten after changes differs from a rebuild:\n%s\nrebuilt:\n%s", merged, rebuilt)
+	}
 
 	// A damaged or foreign index file is rebuilt, never trusted.
 	idx := []string{filepath.Join(dir, ".pem-cache", "trace-index", "example.com")}
@@ -107,25 +139,23 @@ func TestIntentTraceRefs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no index file for example.com: %v", err)
 		}
-		// One file for the domain: a section per day directory, every line
-		// in it names a real trace with its key.
-		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		if lines[0] != "pem trace index 2" || !strings.HasPrefix(lines[1], "day 2025-06-01 1 ") {
-			t.Fatalf("%s: unexpected header %q", p, lines[:2])
+		// One file for the domain: a line per day directory, a block per
+		// key; every line of a block names a real trace of its key.
+		ix := parseIndex(t, data)
+		if len(ix.days) != 4 || !strings.HasPrefix(ix.days[0], "day 2025-06-01 1 ") {
+			t.Fatalf("%s: day lines %q, want 4 (the day directories), the first trusted", p, ix.days)
 		}
-		days := 0
-		for _, l := range lines[1:] {
-			if strings.HasPrefix(l, "day ") {
-				days++
-				continue
-			}
-			id, k, _ := strings.Cut(l, " ")
-			if !slices.Contains(byKey[k], id) {
-				t.Errorf("%s: the line %q names no trace of that key", p, l)
+		n := 0
+		for k, lines := range ix.blocks {
+			for _, l := range lines {
+				n++
+				if _, id, _ := strings.Cut(l, " "); !slices.Contains(byKey[k], id) {
+					t.Errorf("%s: the line %q names no trace of %s", p, l, k)
+				}
 			}
 		}
-		if days != 4 {
-			t.Errorf("%s: %d day sections, want 4 (the day directories)", p, days)
+		if want := 4 * 3; n != want {
+			t.Errorf("%s: %d lines, want %d (one per trace)", p, n, want)
 		}
 		if err := os.WriteFile(p, append(data, "garbage line\n"...), 0o644); err != nil {
 			t.Fatal(err)
@@ -341,4 +371,496 @@ func TestTraceIndexKeepsUntrustedDays(t *testing.T) {
 		t.Errorf("IntentTraceRefs = %v, want %v: the untrusted day's known keys were not used", got, byKey["find-the-price"])
 	}
 	_ = os.Remove(p) // so newTree's Check passes
+}
+
+// index is a trace index file taken apart (format 3, traceindex.go).
+type index struct {
+	days   []string            // the day lines
+	keys   []string            // the keys, in file order
+	blocks map[string][]string // key → its "<day> <id>" lines
+	fields []string            // the key lines' fields: key, offset, length, crc
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// parseIndex takes apart an index file, failing t where it is not one.
+func parseIndex(t *testing.T, data []byte) index {
+	t.Helper()
+	first, rest, _ := strings.Cut(string(data), "\n")
+	var headLen, bodyLen int
+	var crc uint32
+	if _, err := fmt.Sscanf(first, "pem trace index 3 %d %d %d", &headLen, &bodyLen, &crc); err != nil {
+		t.Fatalf("index header %q: %v", first, err)
+	}
+	if headLen+bodyLen != len(data) {
+		t.Fatalf("index header %q: %d bytes in all, want %d", first, len(data), headLen+bodyLen)
+	}
+	head, body := rest[:headLen-len(first)-1], data[headLen:]
+	if got := crc32.Checksum([]byte(head), castagnoli); got != crc {
+		t.Fatalf("head CRC %d, the header says %d", got, crc)
+	}
+	ix := index{blocks: map[string][]string{}}
+	for _, l := range strings.Split(strings.TrimSuffix(head, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "day "):
+			ix.days = append(ix.days, l)
+		case strings.HasPrefix(l, "key "):
+			var k string
+			var off, n int
+			var c uint32
+			if _, err := fmt.Sscanf(l, "key %s %d %d %d", &k, &off, &n, &c); err != nil {
+				t.Fatalf("key line %q: %v", l, err)
+			}
+			blk := body[off : off+n]
+			if got := crc32.Update(crc32.Checksum([]byte(k+"\n"), castagnoli), castagnoli, blk); got != c {
+				t.Fatalf("block of %s: CRC %d, the key line says %d", k, got, c)
+			}
+			ix.keys = append(ix.keys, k)
+			ix.blocks[k] = strings.Split(strings.TrimSuffix(string(blk), "\n"), "\n")
+			for i := 1; i < len(ix.blocks[k]); i++ {
+				if ix.blocks[k][i-1] >= ix.blocks[k][i] {
+					t.Fatalf("block of %s not strictly sorted by day, then id: %q", k, ix.blocks[k])
+				}
+			}
+		default:
+			t.Fatalf("head line %q is neither a day nor a key line", l)
+		}
+	}
+	return ix
+}
+
+// format writes ix back as an index file; edit may change the key lines'
+// fields (key, offset, length, crc) before the head's CRC is computed.
+func (ix index) format(edit func(i int, f []string)) []byte {
+	var body strings.Builder
+	head := strings.Join(ix.days, "\n") + "\n"
+	for i, k := range ix.keys {
+		blk := strings.Join(ix.blocks[k], "\n") + "\n"
+		at := body.Len()
+		body.WriteString(blk)
+		c := crc32.Update(crc32.Checksum([]byte(k+"\n"), castagnoli), castagnoli, []byte(blk))
+		f := []string{k, fmt.Sprint(at), fmt.Sprint(len(blk)), fmt.Sprint(c)}
+		if edit != nil {
+			edit(i, f)
+		}
+		head += "key " + strings.Join(f, " ") + "\n"
+	}
+	crc := crc32.Checksum([]byte(head), castagnoli)
+	for hl := len(head); ; {
+		first := fmt.Sprintf("pem trace index 3 %d %d %d\n", hl, body.Len(), crc)
+		if len(first)+len(head) == hl {
+			return []byte(first + head + body.String())
+		}
+		hl = len(first) + len(head)
+	}
+}
+
+// A damaged index file — truncated anywhere, a byte changed anywhere, a key
+// table whose offsets or lengths lie (its own CRC made right), a block given
+// to another key, an old format holding wrong keys — gives the right answer
+// for every key (the days are listed and read again), never a panic or a
+// missed trace, and is written anew, whole.
+func TestTraceIndexDamaged(t *testing.T) {
+	ctx := context.Background()
+	s0 := newTree(t)
+	dir := s0.Root()
+	byKey := putTraces(t, s0, "example.com", []string{"find the price", "read the news", "open a ticket"}, 4)
+	p := filepath.Join(dir, ".pem-cache", "trace-index", "example.com")
+	check := func(what string) {
+		t.Helper()
+		s := openLater(t, dir)
+		for k, want := range byKey {
+			refs, err := s.IntentTraceRefs(ctx, "example.com", k)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if got := ids(refs); !slices.Equal(got, want) {
+				t.Fatalf("%s: IntentTraceRefs(%s) = %v, want %v", what, k, got, want)
+			}
+		}
+	}
+	check("building the index")
+	good, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := parseIndex(t, good)
+	if len(ix.keys) != 3 {
+		t.Fatalf("%d keys in the index, want 3: %q", len(ix.keys), ix.keys)
+	}
+	damaged := map[string][]byte{}
+	for n := 0; n < len(good); n += 7 {
+		damaged[fmt.Sprintf("truncated to %d bytes", n)] = good[:n]
+	}
+	for i := 0; i < len(good); i += 5 {
+		b := slices.Clone(good)
+		b[i] ^= 0x01
+		damaged[fmt.Sprintf("byte %d changed", i)] = b
+	}
+	damaged["grown by a line"] = append(slices.Clone(good), "2025-06-01 01ARZ3NDEKTSV4RRFFQ69G5FAV\n"...)
+	lie := func(name string, edit func(i int, f []string)) { damaged[name] = ix.format(edit) }
+	for i := range ix.keys {
+		for _, d := range []int{-38, 38, -1, 1} {
+			lie(fmt.Sprintf("key %d's offset %+d", i, d), func(j int, f []string) {
+				if j == i {
+					f[1] = fmt.Sprint(atoi(t, f[1]) + d)
+				}
+			})
+			lie(fmt.Sprintf("key %d's length %+d", i, d), func(j int, f []string) {
+				if j == i {
+					f[2] = fmt.Sprint(atoi(t, f[2]) + d)
+				}
+			})
+		}
+		lie(fmt.Sprintf("key %d's offset out of range", i), func(j int, f []string) {
+			if j == i {
+				f[1] = "1000000"
+			}
+		})
+		lie(fmt.Sprintf("key %d's length out of range", i), func(j int, f []string) {
+			if j == i {
+				f[2] = "99999999999"
+			}
+		})
+	}
+	// Two keys' names swapped (their blocks and CRCs stay): each would
+	// answer with the other's traces.
+	lie("two keys swapped", func(j int, f []string) {
+		if j < 2 {
+			f[0] = ix.keys[1-j]
+		}
+	})
+	// The old format (2), its lines wrong: used, it would answer wrongly.
+	var v2 strings.Builder
+	v2.WriteString("pem trace index 2\n")
+	for _, d := range ix.days {
+		v2.WriteString(d + "\n")
+	}
+	for k, v := range ix.blocks {
+		for _, l := range v {
+			_, id, _ := strings.Cut(l, " ")
+			fmt.Fprintf(&v2, "%s %s\n", id, strings.TrimSuffix(k, "e")+"x")
+		}
+	}
+	damaged["format 2, wrong keys"] = []byte(v2.String())
+	damaged["empty"] = nil
+	damaged["a directory's worth of zeros"] = make([]byte, 4096)
+
+	names := slices.Sorted(maps.Keys(damaged))
+	t.Logf("%d damaged files over a %d-byte index", len(names), len(good))
+	for _, name := range names {
+		if err := os.WriteFile(p, damaged[name], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check(name)
+		// The file is written anew, whole (not necessarily byte for byte:
+		// the days' trusted flags, the order of nothing else).
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("%s: no index file after the query: %v", name, err)
+		}
+		if !slices.Equal(data, good) {
+			t.Fatalf("%s: the index file was not rewritten as it was built:\n%s\nwant\n%s", name, data, good)
+		}
+		parseIndex(t, data)
+	}
+
+	// A file whose lines are wrong but whose lengths and CRCs are right is
+	// one pem could have written: it is used, and a wrong line hides only
+	// the trace it names (as in format 2, and as documented). Here a block
+	// boundary moved by a line, the CRCs recomputed: the first key loses
+	// its last trace, the second gains it (the engine, decoding each trace
+	// it is handed, drops it there) — or, its lines now out of order, reads
+	// its day again.
+	moved := index{days: ix.days, keys: ix.keys, blocks: maps.Clone(ix.blocks)}
+	a, b := ix.keys[0], ix.keys[1]
+	last := ix.blocks[a][len(ix.blocks[a])-1]
+	moved.blocks[a] = ix.blocks[a][:len(ix.blocks[a])-1]
+	moved.blocks[b] = append([]string{last}, ix.blocks[b]...)
+	if err := os.WriteFile(p, moved.format(nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, lost, _ := strings.Cut(last, " ")
+	s := openLater(t, dir)
+	for _, k := range ix.keys { // a first: a query of b may find its block out of order and rewrite the file
+		want := byKey[k]
+		refs, err := s.IntentTraceRefs(ctx, "example.com", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ids(refs)
+		if k == a {
+			want = slices.DeleteFunc(slices.Clone(want), func(id string) bool { return id == lost })
+		} else if k == b && len(got) == len(want)+1 { // its block still in order: used
+			want = append(slices.Clone(want), lost)
+			slices.Sort(want)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("a line moved, CRCs right: IntentTraceRefs(%s) = %v, want %v", k, got, want)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A query reads only its own key's block (and unknownKey's) of the index
+// file: a damaged block of another key goes unnoticed by it — were it read,
+// the damage would make the days be listed again, and a trace damaged in
+// place since would show (listed for every intent). A long-lived store
+// whose index file is replaced by another process (same days) reads the
+// next key's block from the new file, without listing the days again.
+func TestTraceIndexReadsOnlyItsKey(t *testing.T) {
+	ctx := context.Background()
+	s0 := newTree(t)
+	dir := s0.Root()
+	byKey := putTraces(t, s0, "example.com", []string{"find the price", "read the news", "open a ticket"}, 4)
+	p := filepath.Join(dir, ".pem-cache", "trace-index", "example.com")
+	query := func(s *store.Store, k string) []string {
+		t.Helper()
+		refs, err := s.IntentTraceRefs(ctx, "example.com", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(refs)
+	}
+	for k := range byKey {
+		query(openLater(t, dir), k)
+	}
+	good, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := parseIndex(t, good)
+	const price, news, ticket = "find-the-price", "read-the-news", "open-a-ticket"
+	// A ticket trace damaged in place (its day directory's identity stays).
+	bad := byKey[ticket][0]
+	tp := filepath.Join(dir, "traces", "example.com", "2025-06-01", bad+".yaml")
+	if err := os.WriteFile(tp, []byte("not: [yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The news block damaged: a byte of its first line's id.
+	off := 0
+	for _, k := range ix.keys {
+		if k == news {
+			break
+		}
+		off += len(ix.blocks[k]) * 38
+	}
+	damaged := slices.Clone(good)
+	damaged[len(good)-len(strings.Join(flatten(ix), ""))+off+20] ^= 0x01
+	if err := os.WriteFile(p, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := openLater(t, dir)
+	if got := query(s, price); !slices.Equal(got, byKey[price]) {
+		t.Errorf("price, the news block damaged: %v, want %v (only its own block read)", got, byKey[price])
+	}
+	wantNews := append(slices.Clone(byKey[news]), bad) // the days listed again: the damaged trace shows
+	slices.Sort(wantNews)
+	if got := query(s, news); !slices.Equal(got, wantNews) {
+		t.Errorf("news, its block damaged: %v, want %v (the days listed again)", got, wantNews)
+	}
+
+	// The good file back, then a long-lived store reads one key; another
+	// process replaces the file (a new inode, the same days); the store's
+	// next key comes from the new file's block, the days not listed again.
+	if err := os.WriteFile(p, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = openLater(t, dir)
+	if got := query(s, price); !slices.Equal(got, byKey[price]) {
+		t.Fatalf("price: %v, want %v", got, byKey[price])
+	}
+	tmp := p + ".new"
+	if err := os.WriteFile(tmp, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(s, ticket); !slices.Equal(got, byKey[ticket]) {
+		t.Errorf("ticket after the file was replaced: %v, want %v (the new file's block)", got, byKey[ticket])
+	}
+	// A replacement that no longer holds the days as they were (another
+	// process's view of an older tree: every day untrusted) is not used for
+	// them: the days are listed again.
+	ix2 := parseIndex(t, good)
+	for i, d := range ix2.days {
+		ix2.days[i] = strings.Replace(d, " 1 ", " 0 ", 1)
+	}
+	if err := os.WriteFile(tmp, ix2.format(nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := query(s, news); !slices.Equal(got, wantNews) {
+		t.Errorf("news after a replacement with other days: %v, want %v (the days listed again)", got, wantNews)
+	}
+	if err := os.Remove(tp); err != nil { // so newTree's Check passes
+		t.Fatal(err)
+	}
+}
+
+func flatten(ix index) []string {
+	var out []string
+	for _, k := range ix.keys {
+		for _, l := range ix.blocks[k] {
+			out = append(out, l+"\n")
+		}
+	}
+	return out
+}
+
+// Queries of every key, in one long-lived store and in new ones, while
+// another writer keeps replacing the index file with a good copy, a damaged
+// one or none: every answer is the right one (run under -race).
+func TestTraceIndexConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s0 := newTree(t)
+	dir := s0.Root()
+	byKey := putTraces(t, s0, "example.com", []string{"find the price", "read the news", "open a ticket"}, 4)
+	p := filepath.Join(dir, ".pem-cache", "trace-index", "example.com")
+	shared := openLater(t, dir)
+	for k := range byKey {
+		if _, err := shared.IntentTraceRefs(ctx, "example.com", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := slices.Sorted(maps.Keys(byKey))
+	done := make(chan struct{})
+	writer := make(chan struct{})
+	go func() { // the other writer
+		defer close(writer)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			data := good
+			switch i % 3 {
+			case 1:
+				data = slices.Clone(good)
+				data[len(data)/2] ^= 0x20
+			case 2:
+				_ = os.Remove(p)
+				continue
+			}
+			tmp := fmt.Sprintf("%s.%d.tmp", p, i)
+			if os.WriteFile(tmp, data, 0o644) == nil {
+				_ = os.Rename(tmp, p)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				s := shared
+				if g%2 == 1 {
+					s = openLater(t, dir)
+				}
+				k := keys[(g+i)%len(keys)]
+				refs, err := s.IntentTraceRefs(ctx, "example.com", k)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got := ids(refs); !slices.Equal(got, byKey[k]) {
+					errs <- fmt.Errorf("goroutine %d, query %d: IntentTraceRefs(%s) = %v, want %v", g, i, k, got, byKey[k])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	<-writer
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// A long-lived store whose index days came from the file learns a trace
+// added to a middle day: the file it writes keeps the other days' lines
+// (copied from the old file), the changed day's once (the old and the
+// learned), every block strictly in order — the file a rebuild writes.
+func TestTraceIndexMergesChangedDay(t *testing.T) {
+	ctx := context.Background()
+	s0 := newTree(t)
+	dir := s0.Root()
+	byKey := putTraces(t, s0, "example.com", []string{"find the price", "read the news", "open a ticket"}, 4)
+	p := filepath.Join(dir, ".pem-cache", "trace-index", "example.com")
+	for k := range byKey {
+		if _, err := openLater(t, dir).IntentTraceRefs(ctx, "example.com", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openLater(t, dir)
+	if _, err := s.IntentTraceRefs(ctx, "example.com", "find-the-price"); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of a news trace of the second day under a new id (only its
+	// intent_key line is read by the index).
+	day := filepath.Join(dir, "traces", "example.com", "2025-06-02")
+	src := byKey["read-the-news"][1]
+	data, err := os.ReadFile(filepath.Join(day, src+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := src[:20] + "ZZZZZZ"
+	np := filepath.Join(day, added+".yaml")
+	if err := os.WriteFile(np, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := s.IntentTraceRefs(ctx, "example.com", "read-the-news")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(byKey["read-the-news"]), added)
+	slices.Sort(want)
+	if got := ids(refs); !slices.Equal(got, want) {
+		t.Fatalf("IntentTraceRefs(read-the-news) = %v, want %v", got, want)
+	}
+	merged, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := parseIndex(t, merged)
+	if n := len(ix.blocks["read-the-news"]); n != 5 {
+		t.Errorf("news block: %d lines, want 5: %q", n, ix.blocks["read-the-news"])
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openLater(t, dir).IntentTraceRefs(ctx, "example.com", "read-the-news"); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(merged, rebuilt) {
+		t.Errorf("the merged index differs from a rebuild:\n%s\nrebuilt:\n%s", merged, rebuilt)
+	}
+	if err := os.Remove(np); err != nil { // so newTree's Check passes
+		t.Fatal(err)
+	}
 }
