@@ -42,30 +42,33 @@ import (
 // the old order. docs/data-model.md ("How a save is made durable") has the
 // account, and what file systems without a journal can leave.
 //
-// A new day directory (the first trace of a domain's day) is created by
-// mkdirAt relative to the domain directory; the domain directory's fsync
-// comes last, after the file's commit has made the new entry durable (a
-// cache flush too). handled false: the caller takes the portable path
-// (openat2 unavailable, the directory missing or a file system without
-// hard links).
+// A new day directory (the first trace of a domain's day), and a new
+// domain directory above it (the first trace of a domain), are created by
+// mkdirAt relative to their parent; the parents' fsyncs come last, after
+// the file's commit has made the new entries durable (cache flushes too).
+// handled false: the caller takes the portable path (openat2 unavailable,
+// traces/ missing or a file system without hard links).
 func (s *Store) createAt(rel string, data []byte) (handled bool, err error) {
 	dir, base := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	d, err := s.openChecked(dir, true)
 	if errors.Is(err, fs.ErrNotExist) {
-		var parent *os.File
-		d, parent, err = s.mkdirAt(dir)
-		if parent != nil {
-			// Whatever the outcome, the new directory's entry is durable
-			// before this returns (the portable path, if taken, finds
-			// the directory and does not sync its parent again).
+		var parents []*os.File
+		d, parents, err = s.mkdirAt(dir, 1)
+		if len(parents) > 0 {
+			// Whatever the outcome, the new directories' entries are
+			// durable before this returns (the portable path, if taken,
+			// finds the directories and does not sync their parents
+			// again). The deepest first.
 			defer func() {
-				serr := step("fsync parent", func() error { return unix.Fsync(int(parent.Fd())) })
-				if cerr := parent.Close(); serr == nil {
-					serr = cerr
-				}
-				if serr != nil && err == nil {
-					handled, err = true, &fs.PathError{Op: "fsync", Path: path.Dir(dir), Err: serr}
+				for _, p := range parents {
+					serr := step("fsync parent", func() error { return unix.Fsync(int(p.Fd())) })
+					if cerr := p.Close(); serr == nil {
+						serr = cerr
+					}
+					if serr != nil && err == nil {
+						handled, err = true, &fs.PathError{Op: "fsync", Path: p.Name(), Err: serr}
+					}
 				}
 			}()
 		}
@@ -154,36 +157,42 @@ func step(name string, do func() error) error {
 
 // mkdirAt creates dir (the first trace of a domain's day) when its parent
 // exists, as mkdirs does, but relative to the parent opened once with
-// openat2, and returns the new directory open and the parent open: the
-// caller fsyncs the parent after the file's fsync (whose commit holds the
-// mkdir too), whenever parent is not nil, and closes it. fs.ErrNotExist:
-// the parent is missing too (the caller takes the portable path, which
-// creates it).
-func (s *Store) mkdirAt(dir string) (d, parent *os.File, err error) {
+// openat2 — and, up to up levels, the parent too when it is missing (the
+// first trace of a new domain) — and returns the new directory open and
+// the parents whose entries changed, open, the deepest first: the caller
+// fsyncs them after the file's fsync (whose commit holds the mkdirs too),
+// whenever parents is not empty, and closes them. fs.ErrNotExist: a
+// directory above is missing too (the caller takes the portable path,
+// which creates it).
+func (s *Store) mkdirAt(dir string, up int) (d *os.File, parents []*os.File, err error) {
 	parentRel, name := path.Split(dir)
 	parentRel = strings.TrimSuffix(parentRel, "/")
 	if parentRel == "" || name == "" {
 		return nil, nil, fs.ErrNotExist
 	}
 	p, err := s.openChecked(parentRel, true)
+	if errors.Is(err, fs.ErrNotExist) && up > 0 {
+		p, parents, err = s.mkdirAt(parentRel, up-1)
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, parents, err
 	}
 	pfd := int(p.Fd())
 	if err := unix.Mkdirat(pfd, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 		p.Close()
-		return nil, nil, &fs.PathError{Op: "mkdir", Path: dir, Err: err}
+		return nil, parents, &fs.PathError{Op: "mkdir", Path: dir, Err: err}
 	}
+	parents = append([]*os.File{p}, parents...)
 	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return nil, p, fs.ErrNotExist // removed again by a concurrent DeleteTrace
+		return nil, parents, fs.ErrNotExist // removed again by a concurrent DeleteTrace
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
-		return nil, p, fmt.Errorf("%w: %s is not a plain directory: pem refuses links inside the tree", engine.ErrUnsafePath, dir)
+		return nil, parents, fmt.Errorf("%w: %s is not a plain directory: pem refuses links inside the tree", engine.ErrUnsafePath, dir)
 	case err != nil:
-		return nil, p, &fs.PathError{Op: "open", Path: dir, Err: err}
+		return nil, parents, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return os.NewFile(uintptr(fd), dir), p, nil
+	return os.NewFile(uintptr(fd), dir), parents, nil
 }
 
 func writeAll(fd int, data []byte) error {

@@ -18,13 +18,18 @@ import (
 
 func stepTrace(t *testing.T, at time.Time) *engine.Trace {
 	t.Helper()
+	return domainTrace(t, "example.com", at)
+}
+
+func domainTrace(t *testing.T, domain string, at time.Time) *engine.Trace {
+	t.Helper()
 	id, err := engine.NewTraceID(at, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engine.Trace{Format: 1, ID: id, Domain: "example.com", URL: "https://example.com/", Intent: "find the price",
+	return &engine.Trace{Format: 1, ID: id, Domain: domain, URL: "https://" + domain + "/", Intent: "find the price",
 		IntentKey: engine.IntentKey("find the price"), StartedAt: at, Outcome: engine.Success,
-		Steps: []engine.Step{{Seq: 1, Action: "navigate", URL: "https://example.com/"}}}
+		Steps: []engine.Step{{Seq: 1, Action: "navigate", URL: "https://" + domain + "/"}}}
 }
 
 // recordSteps makes createAt report each step it takes to steps, and fail
@@ -80,8 +85,9 @@ func complete(t *testing.T, s *Store, rel string, tr *engine.Trace) {
 // A save links the file to its name before the file's fsync (one journal
 // commit for the data and the name), after the data's writes completed
 // (sync_file_range), and fsyncs the directory after, and the domain
-// directory last when the day directory is new; the trace is whole under
-// its name, no temporary file is left.
+// directory last when the day directory is new (and the traces directory
+// after it when the domain is new too); the trace is whole under its name,
+// no temporary file is left.
 func TestCreateAtOrder(t *testing.T) {
 	ctx := context.Background()
 	s := testStore(t, nil)
@@ -90,16 +96,17 @@ func TestCreateAtOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name string
-		at   time.Time
-		want []string
+		name, domain string
+		at           time.Time
+		want         []string
 	}{
-		{"into an existing day directory", day.Add(time.Hour), []string{"write", "sync_file_range", "link", "fsync", "fsync dir"}},
-		{"the first of a day", day.Add(48 * time.Hour), []string{"write", "sync_file_range", "link", "fsync", "fsync dir", "fsync parent"}},
+		{"into an existing day directory", "example.com", day.Add(time.Hour), []string{"write", "sync_file_range", "link", "fsync", "fsync dir"}},
+		{"the first of a day", "example.com", day.Add(48 * time.Hour), []string{"write", "sync_file_range", "link", "fsync", "fsync dir", "fsync parent"}},
+		{"the first of a domain", "new.example", day, []string{"write", "sync_file_range", "link", "fsync", "fsync dir", "fsync parent", "fsync parent"}},
 	} {
 		var steps []string
 		recordSteps(t, &steps, "")
-		tr := stepTrace(t, tc.at)
+		tr := domainTrace(t, tc.domain, tc.at)
 		rel, err := s.PutTrace(ctx, tr)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
