@@ -27,20 +27,24 @@ import (
 //  3. link the temporary file to its name (fails if the name is taken) and
 //     unlink the temporary name: the same running transaction;
 //  4. fsync the file: one journal commit holds its blocks, its size and
-//     its new name together;
-//  5. fsync the directory: the commit that holds the name is done, so on
-//     a journaling file system this is a cache flush, not a second commit
-//     (the old order — fsync the file, link, fsync the directory — paid
-//     two commits, one of them for the link alone).
+//     its new name together (ext4 without a journal writes the new name's
+//     directory in this fsync too);
+//  5. fsync the directory: the name is written already, so this is a
+//     cache flush, not a second commit (the old order — fsync the file,
+//     link, fsync the directory — paid two, one for the link alone).
 //
-// The name is durable only together with the data: the data's writes had
-// completed before the link was made, and a commit flushes the device's
-// cache before it writes its commit block. So a crash at any point leaves
-// either no name or the whole file under it, as before; the save reports
-// success only after both fsyncs. If sync_file_range fails (a file system
-// that does not support it), step 2 is an fsync, before the link, as in
-// the old order. docs/data-model.md ("How a save is made durable") has the
-// account, and what file systems without a journal can leave.
+// On a journaling file system the name is durable only together with the
+// data: the data's writes had completed before the link was made, and a
+// commit flushes the device's cache before it writes its commit block. So
+// a crash at any point leaves either no name or the whole file under it,
+// as before. Without a journal (ext4 made without one) nothing orders the
+// device's writes before the fsync's flush: a power loss inside the save
+// could leave the name on data that did not reach the disk (a trace that
+// does not parse, which check reports and consolidation does not fold).
+// The save reports success only after both fsyncs, on every file system.
+// If sync_file_range fails (a file system that does not support it), step
+// 2 is an fsync, before the link, as in the old order. docs/data-model.md
+// ("How a save is made durable") has the account.
 //
 // A new day directory (the first trace of a domain's day), and a new
 // domain directory above it (the first trace of a domain), are created by
