@@ -33,7 +33,8 @@ func domainTrace(t *testing.T, domain string, at time.Time) *engine.Trace {
 }
 
 // recordSteps makes createAt report each step it takes to steps, and fail
-// the one named fail (if any) with the error it returns.
+// the one named fail (if any) with the error it returns. The hook is
+// package-wide: a test that sets it must not run in parallel.
 func recordSteps(t *testing.T, steps *[]string, fail string) error {
 	injected := errors.New("injected failure of " + fail)
 	createAtFault = func(step string) error {
