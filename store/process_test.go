@@ -88,9 +88,9 @@ func initTree(t *testing.T) string {
 func TestCrashSafety(t *testing.T) { crashRounds(t, false) }
 
 // TestCrashSafetyNewDays: the same, every save the first of its day, so
-// kills land while a day directory is created and its parent fsynced
-// alongside the file (createAt's mkdirAt) or, for a new domain, on the
-// portable path.
+// kills land while a day directory (for a new domain, the domain's
+// directory too) is created (createAt's mkdirAt) and its parents fsynced
+// after the file.
 func TestCrashSafetyNewDays(t *testing.T) { crashRounds(t, true) }
 
 func crashRounds(t *testing.T, newDays bool) {

@@ -14,8 +14,8 @@ import (
 
 // The first save of a domain's day creates the day directory (on Linux,
 // relative to the domain directory opened once): the trace is there, a
-// later process's index lists it, a domain seen for the first time takes
-// the portable path, and a day directory or domain directory that is a
+// later process's index lists it, a domain seen for the first time gets
+// its directory the same way, and a day directory or domain directory that is a
 // symbolic link is refused with nothing written through it.
 func TestSaveCreatesTheDayDirectory(t *testing.T) {
 	ctx := context.Background()
