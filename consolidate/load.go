@@ -28,6 +28,8 @@ type LoadOptions struct {
 	// Repo is the tree's git repository, whose git directory holds the
 	// summary cache; nil: no cache.
 	Repo *gitrepo.Repo
+
+	tl *timeline // Run's: each phase's time (nil: none)
 }
 
 // Load reads what Plan needs from st at time opts.Now, and no more:
@@ -72,8 +74,12 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 		}
 	}
 
+	tl := opts.tl
+	tl.mark("list entries")
 	c := openCache(opts.Repo, opts.NoCache || opts.All)
+	tl.mark("open summary cache")
 	c.stat(files)
+	tl.mark("stat entries")
 	var mu sync.Mutex
 	read := func(f *entryFile) error {
 		if f.facts {
@@ -105,6 +111,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 	if err := parallel(ctx, len(miss), func(i int) error { return read(miss[i]) }); err != nil {
 		return in, err
 	}
+	tl.mark("read changed entries")
 	byKey := make(map[Key][2]*entryFile, len(files)/2+1)
 	n := 0
 	for _, f := range files {
@@ -142,6 +149,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 	if err != nil {
 		return in, fmt.Errorf("listing traces: %w", err)
 	}
+	tl.mark("list traces")
 	var todo []engine.TraceRef
 	for _, r := range in.Refs {
 		if _, ok := in.Folded[r.ID]; !ok {
@@ -173,6 +181,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 	if err != nil {
 		return in, err
 	}
+	tl.mark("decode new traces")
 	touched := map[Key]bool{}
 	for _, t := range traces {
 		if t != nil {
@@ -206,6 +215,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 			}
 		}
 	}
+	tl.mark("read sites")
 	// Verdicts: every one is read (they are small); an entry is loaded in
 	// full when one of its verdicts is not folded yet.
 	if vs, ok := st.(engine.VerdictStore); ok {
@@ -242,6 +252,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 		}
 	}
 
+	tl.mark("verdicts")
 	// Load in full what the plan can change.
 	var need []*entryFile
 	for k, pair := range byKey {
@@ -268,7 +279,9 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 			in.Facts[k] = f.full.(*engine.Facts)
 		}
 	}
+	tl.mark("read entries to change")
 	c.save(files, listing)
+	tl.mark("save summary cache")
 	// Links the listings met are reported, never silently skipped.
 	if l, ok := st.(interface{ SkippedLinks() []string }); ok {
 		in.Warnings = append(in.Warnings, l.SkippedLinks()...)
