@@ -109,7 +109,13 @@ func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
 	}
 	tl.mark("open, lock, recover")
 	now := opts.now()
-	in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress, Repo: repo, tl: tl})
+	in, saved, err := load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress, Repo: repo, tl: tl})
+	// The summary cache is written while the plan is made and applied;
+	// waited for before the lock is released (deferred after it).
+	defer func() {
+		saved()
+		tl.mark("summary cache saved")
+	}()
 	if err != nil {
 		return res, err
 	}
@@ -261,13 +267,20 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 		}
 	}
 	total, done := len(facts)+len(exps), 0
-	written, err := st.PutRecords(ctx, facts, exps, func(string) {
+	written, cached, err := st.PutRecordsCaching(ctx, facts, exps, func(string) {
 		done++
 		if opts.Progress != nil && done%250 == 0 && done < total {
 			opts.Progress("write", done, total)
 		}
 		testHookWrite()
 	})
+	// The decoded cache of the experience written is written while the
+	// expired traces are deleted and the commits made (the plan's records
+	// do not change after this).
+	defer func() {
+		cached()
+		tl.mark("decoded cache written")
+	}()
 	if err != nil {
 		return fmt.Errorf("writing the consolidation (the next run completes it): %w", err)
 	}
