@@ -241,21 +241,13 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 		}
 		tl.mark("journal the commits")
 	}
-	// Site entries first: a join, so a run killed after writing one folds
-	// the same runs into it again with the same result. One batch (as the
-	// records below): every site durable before any facts file changes.
-	if len(plan.Sites) > 0 {
-		rels, err := st.PutSites(ctx, plan.Sites, func(string) { testHookWrite() })
-		if err != nil {
-			return fmt.Errorf("writing the consolidation (the next run completes it): %w", err)
-		}
-		res.Written = append(res.Written, rels...)
-		tl.mark("write site entries")
-	}
-	// One batch: every file goes to an fsynced temporary file first, then
-	// all facts are renamed into place (their directories fsynced), then all
-	// experience — so each entry's facts are durable before its experience
-	// (store.PutRecords).
+	// One batch (store.PutBatch): every file goes to an fsynced temporary
+	// file first, all at once; then the site entries are renamed into place
+	// (their directories fsynced), then all facts, then all experience — so
+	// every site entry is durable before any facts file changes (a site is
+	// a join: a run killed after writing one folds the same runs into it
+	// again with the same result), and each entry's facts before its
+	// experience.
 	var facts []*engine.Facts
 	var exps []*engine.Experience
 	for _, e := range plan.Entries {
@@ -266,8 +258,8 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 			exps = append(exps, e.Experience)
 		}
 	}
-	total, done := len(facts)+len(exps), 0
-	written, cached, err := st.PutRecordsCaching(ctx, facts, exps, func(string) {
+	total, done := len(plan.Sites)+len(facts)+len(exps), 0
+	written, cached, err := st.PutBatch(ctx, plan.Sites, facts, exps, func(string) {
 		done++
 		if opts.Progress != nil && done%250 == 0 && done < total {
 			opts.Progress("write", done, total)
@@ -289,7 +281,7 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 	}
 	res.Written = append(res.Written, written...)
 	sort.Strings(res.Written)
-	tl.mark("write facts and experience")
+	tl.mark("write sites, facts and experience")
 	for _, ref := range plan.Expire {
 		if err := st.DeleteTrace(ctx, ref); err != nil {
 			return fmt.Errorf("expiring trace %s: %w", ref.ID, err)

@@ -598,9 +598,20 @@ func (s *Store) PutRecords(ctx context.Context, facts []*engine.Facts, experienc
 // PutRecordsCaching is PutRecords, except that the decoded cache of the
 // experience placed (decodedwrite.go: best effort, never what a reader
 // trusts without checking) may still be being written when it returns;
-// cached waits for that. Consolidation commits meanwhile. The records
-// must not change until cached returns.
+// cached waits for that. The records must not change until cached returns.
 func (s *Store) PutRecordsCaching(ctx context.Context, facts []*engine.Facts, experience []*engine.Experience, placed func(rel string)) (rels []string, cached func(), err error) {
+	return s.PutBatch(ctx, nil, facts, experience, placed)
+}
+
+// PutBatch is PutSites and then PutRecordsCaching as one batch, the way a
+// consolidation writes: the temporary files of all three kinds are written
+// and fsynced at once, then the site entries are renamed into place and
+// their directories fsynced, then the facts, then the experience — so
+// every site entry is durable before any facts file changes, and every
+// facts file before any experience file, as with the calls one after the
+// other, and no file is placed when any temporary file fails. It returns
+// the paths of the sites, then of the records, written or unchanged.
+func (s *Store) PutBatch(ctx context.Context, sites []*engine.Site, facts []*engine.Facts, experience []*engine.Experience, placed func(rel string)) (rels []string, cached func(), err error) {
 	cached = func() {}
 	if err := ctx.Err(); err != nil {
 		return nil, cached, err
@@ -611,7 +622,13 @@ func (s *Store) PutRecordsCaching(ctx context.Context, facts []*engine.Facts, ex
 		pathOf            func(string, string) string
 		v                 any
 	}
-	recs := make([]rec, 0, len(facts)+len(experience))
+	recs := make([]rec, 0, len(sites)+len(facts)+len(experience))
+	for _, site := range sites {
+		if site == nil {
+			return nil, cached, errors.New("PutSites: nil site")
+		}
+		recs = append(recs, rec{site.Domain, "", KindSite, site.Format, func(d, _ string) string { return SitePath(d) }, site})
+	}
 	for _, f := range facts {
 		if f == nil {
 			return nil, cached, errors.New("PutRecords: nil facts")
@@ -630,7 +647,7 @@ func (s *Store) PutRecordsCaching(ctx context.Context, facts []*engine.Facts, ex
 		if err := checkDomain(r.domain); err != nil {
 			return fmt.Errorf("saving %s: %w", r.kind, err)
 		}
-		if err := checkKey(r.key); err != nil {
+		if err := checkKey(r.key); err != nil && r.kind != KindSite {
 			return fmt.Errorf("saving %s: %w", r.kind, err)
 		}
 		rel := r.pathOf(r.domain, r.key)
@@ -644,14 +661,15 @@ func (s *Store) PutRecordsCaching(ctx context.Context, facts []*engine.Facts, ex
 	if err != nil {
 		return nil, cached, err
 	}
-	groups := [][]*fileWrite{writes[:len(facts)], writes[len(facts):]}
+	ns, nf := len(sites), len(sites)+len(facts)
+	groups := [][]*fileWrite{writes[:ns], writes[ns:nf], writes[nf:]}
 	if err := s.writeGroups(ctx, groups, s.onPlaced(placed)); err != nil {
 		return nil, cached, fmt.Errorf("saving records: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.cacheWritten(writes[len(facts):], experience)
+		s.cacheWritten(writes[nf:], experience)
 	}()
 	return relsOf(writes), func() { <-done }, nil
 }
