@@ -74,6 +74,7 @@ func (o Options) log() *slog.Logger {
 // run left (see Apply), loads, plans at opts.Now and applies. With DryRun it
 // only loads and plans, takes no lock and writes nothing.
 func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
+	tl := newTimeline(opts.Logger)
 	repo, done, err := openRepo(ctx, st, opts)
 	if err != nil {
 		return nil, err
@@ -106,13 +107,21 @@ func Run(ctx context.Context, st *store.Store, opts Options) (*Result, error) {
 	if err := recoverJournal(ctx, repo, opts, res); err != nil {
 		return res, err
 	}
+	tl.mark("open, lock, recover")
 	now := opts.now()
-	in, err := Load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress, Repo: repo})
+	in, saved, err := load(ctx, st, LoadOptions{Now: now, Progress: opts.Progress, Repo: repo, tl: tl})
+	// The summary cache is written while the plan is made and applied;
+	// waited for before the lock is released (deferred after it).
+	defer func() {
+		saved()
+		tl.mark("summary cache saved")
+	}()
 	if err != nil {
 		return res, err
 	}
 	res.Plan = Plan(now, in)
-	return res, apply(ctx, st, repo, res.Plan, opts, res)
+	tl.mark("plan")
+	return res, apply(ctx, st, repo, res.Plan, opts, res, tl)
 }
 
 // Apply writes a plan made by Plan and commits it. It takes the tree lock
@@ -152,7 +161,7 @@ func Apply(ctx context.Context, st *store.Store, plan *Changeset, opts Options) 
 			return res, err
 		}
 	}
-	return res, apply(ctx, st, repo, plan, opts, res)
+	return res, apply(ctx, st, repo, plan, opts, res, nil)
 }
 
 // materialize checks out the traces a pem clone left out (gitrepo.Clone):
@@ -213,7 +222,7 @@ func (e *Entry) checkBase(ctx context.Context, st engine.Store) error {
 // slows writes with it to widen the window it kills in.
 var testHookWrite = func() {}
 
-func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Changeset, opts Options, res *Result) error {
+func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Changeset, opts Options, res *Result, tl *timeline) error {
 	log := opts.log()
 	if plan.Empty() {
 		log.Info("nothing to consolidate")
@@ -230,21 +239,15 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 		if series, err = repo.BeginStateSeries(journalName, state, reqs); err != nil {
 			return err
 		}
+		tl.mark("journal the commits")
 	}
-	// Site entries first: a join, so a run killed after writing one folds
-	// the same runs into it again with the same result. One batch (as the
-	// records below): every site durable before any facts file changes.
-	if len(plan.Sites) > 0 {
-		rels, err := st.PutSites(ctx, plan.Sites, func(string) { testHookWrite() })
-		if err != nil {
-			return fmt.Errorf("writing the consolidation (the next run completes it): %w", err)
-		}
-		res.Written = append(res.Written, rels...)
-	}
-	// One batch: every file goes to an fsynced temporary file first, then
-	// all facts are renamed into place (their directories fsynced), then all
-	// experience — so each entry's facts are durable before its experience
-	// (store.PutRecords).
+	// One batch (store.PutBatch): every file goes to an fsynced temporary
+	// file first, all at once; then the site entries are renamed into place
+	// (their directories fsynced), then all facts, then all experience — so
+	// every site entry is durable before any facts file changes (a site is
+	// a join: a run killed after writing one folds the same runs into it
+	// again with the same result), and each entry's facts before its
+	// experience.
 	var facts []*engine.Facts
 	var exps []*engine.Experience
 	for _, e := range plan.Entries {
@@ -255,14 +258,21 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 			exps = append(exps, e.Experience)
 		}
 	}
-	total, done := len(facts)+len(exps), 0
-	written, err := st.PutRecords(ctx, facts, exps, func(string) {
+	total, done := len(plan.Sites)+len(facts)+len(exps), 0
+	written, cached, err := st.PutBatch(ctx, plan.Sites, facts, exps, func(string) {
 		done++
 		if opts.Progress != nil && done%250 == 0 && done < total {
 			opts.Progress("write", done, total)
 		}
 		testHookWrite()
 	})
+	// The decoded cache of the experience written is written while the
+	// expired traces are deleted and the commits made (the plan's records
+	// do not change after this).
+	defer func() {
+		cached()
+		tl.mark("decoded cache written")
+	}()
 	if err != nil {
 		return fmt.Errorf("writing the consolidation (the next run completes it): %w", err)
 	}
@@ -271,6 +281,7 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 	}
 	res.Written = append(res.Written, written...)
 	sort.Strings(res.Written)
+	tl.mark("write sites, facts and experience")
 	for _, ref := range plan.Expire {
 		if err := st.DeleteTrace(ctx, ref); err != nil {
 			return fmt.Errorf("expiring trace %s: %w", ref.ID, err)
@@ -278,6 +289,7 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 		res.Deleted = append(res.Deleted, store.TracePath(ref))
 		testHookWrite()
 	}
+	tl.mark("expire traces")
 	log.Info("consolidated", "summary", plan.Summary(), "written", len(res.Written), "deleted", len(res.Deleted))
 	if opts.NoCommit {
 		return nil
@@ -296,8 +308,10 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 	}
 	// The commit step alone (make bench-scale compares it with git add -A && git commit).
 	log.Info("commit step", "commits", len(res.Commits), "state", res.State != "", "took", time.Since(start))
+	tl.mark("commit")
 	if len(res.Commits) > 0 || res.State != "" {
 		res.Maintenance = Maintain(ctx, st, repo, log, plan)
+		tl.mark("maintain")
 	}
 	return nil
 }

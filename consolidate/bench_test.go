@@ -72,7 +72,7 @@ func childBench() int {
 	t2 := time.Now()
 	res := &Result{}
 	opts := Options{Now: func() time.Time { return now }, NoCommit: true}
-	if err := apply(ctx, st, repo, plan, opts, res); err != nil {
+	if err := apply(ctx, st, repo, plan, opts, res, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -28,6 +28,8 @@ type LoadOptions struct {
 	// Repo is the tree's git repository, whose git directory holds the
 	// summary cache; nil: no cache.
 	Repo *gitrepo.Repo
+
+	tl *timeline // Run's: each phase's time (nil: none)
 }
 
 // Load reads what Plan needs from st at time opts.Now, and no more:
@@ -44,36 +46,111 @@ type LoadOptions struct {
 // marked broken, so that no plan overwrites what could not be read. A plan
 // made from this Input equals the plan made from every entry (All).
 func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error) {
-	in := Input{Experience: map[Key]*engine.Experience{}, Facts: map[Key]*engine.Facts{}, Folded: map[string]Key{}}
+	in, saved, err := load(ctx, st, opts)
+	saved()
+	return in, err
+}
+
+// load is Load, except that the summary cache may still be being written
+// when it returns: saved waits for that (Run calls it before it releases
+// the tree lock, so two runs never write the cache at once). The cache's
+// content is fixed when load returns; writing it overlaps the plan and
+// the writes.
+//
+// What does not depend on each other runs at once: the summary cache is
+// read while the entry files are listed (a directory listing per domain,
+// on GOMAXPROCS workers), and the trace directories are listed while the
+// entry files are checked against the cache and the changed ones read.
+// The results are the same as one after the other: each goes to its own
+// slot and is put in order afterwards.
+func load(ctx context.Context, st engine.Store, opts LoadOptions) (in Input, saved func(), err error) {
+	saved = func() {}
+	in = Input{Experience: map[Key]*engine.Experience{}, Facts: map[Key]*engine.Facts{}, Folded: map[string]Key{}}
 	cfg, err := st.Config(ctx)
 	if err != nil {
-		return in, err
+		return in, saved, err
 	}
 	in.Policy = cfg.Policy
+	cacheCh := make(chan *cache, 1)
+	go func() { cacheCh <- openCache(opts.Repo, opts.NoCache || opts.All) }()
+	var c *cache
+	openedCache := func() *cache {
+		if c == nil {
+			c = <-cacheCh
+		}
+		return c
+	}
+	defer openedCache() // never return with the cache's reader running
 	domains, err := st.Domains(ctx)
 	if err != nil {
-		return in, fmt.Errorf("listing domains: %w", err)
+		return in, saved, fmt.Errorf("listing domains: %w", err)
 	}
-	var files []*entryFile
-	for _, d := range domains {
+	perDomain := make([][]*entryFile, len(domains))
+	err = parallel(ctx, len(domains), func(i int) error {
+		d := domains[i]
 		xk, err := st.ExperienceKeys(ctx, d)
 		if err != nil && !errors.Is(err, engine.ErrNotFound) {
-			return in, fmt.Errorf("listing experience of %s: %w", d, err)
-		}
-		for _, k := range xk {
-			files = append(files, &entryFile{key: Key{d, k}, rel: store.ExperiencePath(d, k)})
+			return fmt.Errorf("listing experience of %s: %w", d, err)
 		}
 		fk, err := st.FactsKeys(ctx, d)
 		if err != nil && !errors.Is(err, engine.ErrNotFound) {
-			return in, fmt.Errorf("listing facts of %s: %w", d, err)
+			return fmt.Errorf("listing facts of %s: %w", d, err)
+		}
+		fs := make([]*entryFile, 0, len(xk)+len(fk))
+		for _, k := range xk {
+			fs = append(fs, &entryFile{key: Key{d, k}, rel: store.ExperiencePath(d, k)})
 		}
 		for _, k := range fk {
-			files = append(files, &entryFile{key: Key{d, k}, rel: store.FactsPath(d, k), facts: true})
+			fs = append(fs, &entryFile{key: Key{d, k}, rel: store.FactsPath(d, k), facts: true})
 		}
+		perDomain[i] = fs
+		return nil
+	})
+	if err != nil {
+		return in, saved, err
 	}
+	var files []*entryFile
+	for _, fs := range perDomain {
+		files = append(files, fs...)
+	}
+	perDomain = nil
+	tl := opts.tl
+	tl.mark("list entries")
+	openedCache()
+	tl.mark("open summary cache")
 
-	c := openCache(opts.Repo, opts.NoCache || opts.All)
+	// Every trace name; with the cache, the directories unchanged since
+	// the last run are not listed again (store.TraceListing). Listed while
+	// the entry files are checked and read below.
+	type listed struct {
+		refs    []engine.TraceRef
+		listing *store.TraceListing
+		err     error
+	}
+	listCh := make(chan listed, 1)
+	ls, isStore := st.(*store.Store)
+	useListing, prev := isStore && c.enabled(), c.traces()
+	go func() {
+		var l listed
+		if useListing {
+			l.refs, l.listing, l.err = ls.TraceRefsListing(ctx, prev)
+		} else {
+			l.refs, l.err = st.TraceRefs(ctx, "")
+		}
+		listCh <- l
+	}()
+	var traceList *listed
+	tracesListed := func() *listed {
+		if traceList == nil {
+			l := <-listCh
+			traceList = &l
+		}
+		return traceList
+	}
+	defer tracesListed() // never return with the listing running
+
 	c.stat(files)
+	tl.mark("stat entries")
 	var mu sync.Mutex
 	read := func(f *entryFile) error {
 		if f.facts {
@@ -103,8 +180,9 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 	}
 	c.dropFiles()
 	if err := parallel(ctx, len(miss), func(i int) error { return read(miss[i]) }); err != nil {
-		return in, err
+		return in, saved, err
 	}
+	tl.mark("read changed entries")
 	byKey := make(map[Key][2]*entryFile, len(files)/2+1)
 	n := 0
 	for _, f := range files {
@@ -129,19 +207,14 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 		byKey[f.key] = pair
 	}
 
-	// Every trace name; with the cache, the directories unchanged since
-	// the last run are not listed again (store.TraceListing).
-	var listing *store.TraceListing
-	if ls, ok := st.(*store.Store); ok && c.enabled() {
-		in.Refs, listing, err = ls.TraceRefsListing(ctx, c.traces())
-		c.dropTraces(listing)
-	} else {
-		in.Refs, err = st.TraceRefs(ctx, "")
-		c.dropTraces(nil)
-	}
+	l := tracesListed()
+	listing := l.listing
+	in.Refs, err = l.refs, l.err
+	c.dropTraces(listing)
 	if err != nil {
-		return in, fmt.Errorf("listing traces: %w", err)
+		return in, saved, fmt.Errorf("listing traces: %w", err)
 	}
+	tl.mark("list traces")
 	var todo []engine.TraceRef
 	for _, r := range in.Refs {
 		if _, ok := in.Folded[r.ID]; !ok {
@@ -171,8 +244,9 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 		return nil
 	})
 	if err != nil {
-		return in, err
+		return in, saved, err
 	}
+	tl.mark("decode new traces")
 	touched := map[Key]bool{}
 	for _, t := range traces {
 		if t != nil {
@@ -202,16 +276,17 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 				}
 				in.BrokenSites[k.Domain] = err.Error()
 			default:
-				return in, fmt.Errorf("reading the site entry of %s: %w", k.Domain, err)
+				return in, saved, fmt.Errorf("reading the site entry of %s: %w", k.Domain, err)
 			}
 		}
 	}
+	tl.mark("read sites")
 	// Verdicts: every one is read (they are small); an entry is loaded in
 	// full when one of its verdicts is not folded yet.
 	if vs, ok := st.(engine.VerdictStore); ok {
 		all, err := vs.Verdicts(ctx, "")
 		if err != nil {
-			return in, fmt.Errorf("listing verdicts: %w", err)
+			return in, saved, fmt.Errorf("listing verdicts: %w", err)
 		}
 		in.Verdicts = all
 		// The evidence of the judged traces only (not a copy of every
@@ -242,6 +317,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 		}
 	}
 
+	tl.mark("verdicts")
 	// Load in full what the plan can change.
 	var need []*entryFile
 	for k, pair := range byKey {
@@ -255,7 +331,7 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 		}
 	}
 	if err := parallel(ctx, len(need), func(i int) error { return read(need[i]) }); err != nil {
-		return in, err
+		return in, saved, err
 	}
 	for k, pair := range byKey {
 		if !opts.All && !touched[k] && !mayMove(pair[0], pair[1], opts.Now, in.Policy) {
@@ -268,12 +344,19 @@ func Load(ctx context.Context, st engine.Store, opts LoadOptions) (Input, error)
 			in.Facts[k] = f.full.(*engine.Facts)
 		}
 	}
-	c.save(files, listing)
+	tl.mark("read entries to change")
 	// Links the listings met are reported, never silently skipped.
 	if l, ok := st.(interface{ SkippedLinks() []string }); ok {
 		in.Warnings = append(in.Warnings, l.SkippedLinks()...)
 	}
-	return in, nil
+	// The cache is written from what was read here, which nothing changes
+	// after (the plan works on in's own values, not on the summaries).
+	savedCh := make(chan struct{})
+	go func() {
+		defer close(savedCh)
+		c.save(files, listing)
+	}()
+	return in, func() { <-savedCh }, nil
 }
 
 // mayMove reports whether an entry with no new traces changes at now: its

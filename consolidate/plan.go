@@ -249,16 +249,16 @@ func Plan(now time.Time, in Input) *Changeset {
 	p := in.Policy
 	plan := &Changeset{Now: now, Warnings: append([]string(nil), in.Warnings...)}
 
-	folded := make(map[string]Key, len(in.Folded))
-	for id, k := range in.Folded {
-		folded[id] = k
-	}
+	// Every folded id: in.Folded (~100,000 at 100k traces, not copied: an
+	// overlay holds what this plan adds to it), then the loaded entries'
+	// evidence, then what this plan folds.
+	folded := foldedSet{base: in.Folded, add: map[string]Key{}}
 	for k, x := range in.Experience {
 		if x == nil {
 			continue
 		}
 		for _, ev := range x.Evidence {
-			folded[ev.Trace] = k
+			folded.set(ev.Trace, k)
 		}
 	}
 
@@ -284,7 +284,7 @@ func Plan(now time.Time, in Input) *Changeset {
 				Reason: "it has no id, domain or intent key; fix or delete the file"})
 			continue
 		}
-		if k, ok := folded[t.ID]; ok {
+		if k, ok := folded.get(t.ID); ok {
 			plan.Changes = append(plan.Changes, Change{Kind: KindSkip, Trace: t.ID, Key: k,
 				Reason: fmt.Sprintf("already folded into %s; a trace counts once", k)})
 			continue
@@ -315,7 +315,7 @@ func Plan(now time.Time, in Input) *Changeset {
 			work[k] = x
 		}
 		x.Fold(t)
-		folded[t.ID] = k
+		folded.set(t.ID, k)
 		newTraces[k] = append(newTraces[k], t)
 		reason := "success"
 		if t.Outcome == engine.Failure {
@@ -338,7 +338,7 @@ func Plan(now time.Time, in Input) *Changeset {
 		if v == nil {
 			continue
 		}
-		k, ok := folded[v.Trace]
+		k, ok := folded.get(v.Trace)
 		if !ok {
 			continue // its trace is not in the tree (yet): kept until it is
 		}
@@ -456,7 +456,7 @@ func Plan(now time.Time, in Input) *Changeset {
 		if age <= p.TTLDays {
 			continue
 		}
-		k, ok := folded[ref.ID]
+		k, ok := folded.get(ref.ID)
 		if qk, q := quarantined[ref.ID]; q && !ok {
 			plan.Expire = append(plan.Expire, ref)
 			plan.Changes = append(plan.Changes, Change{Kind: KindExpire, Trace: ref.ID, Key: qk,
@@ -946,3 +946,17 @@ func siteMoved(base, s *engine.Site) bool {
 	}
 	return false
 }
+
+// foldedSet is a map of folded trace ids over a base that it never
+// changes: a set id shadows the base's.
+type foldedSet struct{ base, add map[string]Key }
+
+func (f foldedSet) get(id string) (Key, bool) {
+	if k, ok := f.add[id]; ok {
+		return k, true
+	}
+	k, ok := f.base[id]
+	return k, ok
+}
+
+func (f foldedSet) set(id string, k Key) { f.add[id] = k }

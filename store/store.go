@@ -590,8 +590,31 @@ func (s *Store) writeRecord(rel string, format int, kind string, v any) (string,
 // removed (a killed process leaves them: dot-named, ignored by git and
 // listings).
 func (s *Store) PutRecords(ctx context.Context, facts []*engine.Facts, experience []*engine.Experience, placed func(rel string)) ([]string, error) {
+	rels, cached, err := s.PutRecordsCaching(ctx, facts, experience, placed)
+	cached()
+	return rels, err
+}
+
+// PutRecordsCaching is PutRecords, except that the decoded cache of the
+// experience placed (decodedwrite.go: best effort, never what a reader
+// trusts without checking) may still be being written when it returns;
+// cached waits for that. The records must not change until cached returns.
+func (s *Store) PutRecordsCaching(ctx context.Context, facts []*engine.Facts, experience []*engine.Experience, placed func(rel string)) (rels []string, cached func(), err error) {
+	return s.PutBatch(ctx, nil, facts, experience, placed)
+}
+
+// PutBatch is PutSites and then PutRecordsCaching as one batch, the way a
+// consolidation writes: the temporary files of all three kinds are written
+// and fsynced at once, then the site entries are renamed into place and
+// their directories fsynced, then the facts, then the experience — so
+// every site entry is durable before any facts file changes, and every
+// facts file before any experience file, as with the calls one after the
+// other, and no file is placed when any temporary file fails. It returns
+// the paths of the sites, then of the records, written or unchanged.
+func (s *Store) PutBatch(ctx context.Context, sites []*engine.Site, facts []*engine.Facts, experience []*engine.Experience, placed func(rel string)) (rels []string, cached func(), err error) {
+	cached = func() {}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, cached, err
 	}
 	type rec struct {
 		domain, key, kind string
@@ -599,26 +622,32 @@ func (s *Store) PutRecords(ctx context.Context, facts []*engine.Facts, experienc
 		pathOf            func(string, string) string
 		v                 any
 	}
-	recs := make([]rec, 0, len(facts)+len(experience))
+	recs := make([]rec, 0, len(sites)+len(facts)+len(experience))
+	for _, site := range sites {
+		if site == nil {
+			return nil, cached, errors.New("PutSites: nil site")
+		}
+		recs = append(recs, rec{site.Domain, "", KindSite, site.Format, func(d, _ string) string { return SitePath(d) }, site})
+	}
 	for _, f := range facts {
 		if f == nil {
-			return nil, errors.New("PutRecords: nil facts")
+			return nil, cached, errors.New("PutRecords: nil facts")
 		}
 		recs = append(recs, rec{f.Domain, f.IntentKey, KindFacts, f.Format, FactsPath, f})
 	}
 	for _, x := range experience {
 		if x == nil {
-			return nil, errors.New("PutRecords: nil experience")
+			return nil, cached, errors.New("PutRecords: nil experience")
 		}
 		recs = append(recs, rec{x.Domain, x.IntentKey, KindExperience, x.Format, ExperiencePath, x})
 	}
 	writes := make([]*fileWrite, len(recs))
-	err := forEach(len(recs), runtime.GOMAXPROCS(0), func(i int) error {
+	err = forEach(len(recs), runtime.GOMAXPROCS(0), func(i int) error {
 		r := recs[i]
 		if err := checkDomain(r.domain); err != nil {
 			return fmt.Errorf("saving %s: %w", r.kind, err)
 		}
-		if err := checkKey(r.key); err != nil {
+		if err := checkKey(r.key); err != nil && r.kind != KindSite {
 			return fmt.Errorf("saving %s: %w", r.kind, err)
 		}
 		rel := r.pathOf(r.domain, r.key)
@@ -630,14 +659,19 @@ func (s *Store) PutRecords(ctx context.Context, facts []*engine.Facts, experienc
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, cached, err
 	}
-	groups := [][]*fileWrite{writes[:len(facts)], writes[len(facts):]}
+	ns, nf := len(sites), len(sites)+len(facts)
+	groups := [][]*fileWrite{writes[:ns], writes[ns:nf], writes[nf:]}
 	if err := s.writeGroups(ctx, groups, s.onPlaced(placed)); err != nil {
-		return nil, fmt.Errorf("saving records: %w", err)
+		return nil, cached, fmt.Errorf("saving records: %w", err)
 	}
-	s.cacheWritten(writes[len(facts):], experience)
-	return relsOf(writes), nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.cacheWritten(writes[nf:], experience)
+	}()
+	return relsOf(writes), func() { <-done }, nil
 }
 
 // recordBytes is v's canonical bytes for rel, checked as every write of a

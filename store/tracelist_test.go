@@ -2,9 +2,11 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -132,4 +134,86 @@ func TestTraceRefsListing(t *testing.T) {
 		t.Fatalf("an unchanged day was not carried over: %v", l2.Dirs)
 	}
 	check("again", l2)
+}
+
+// TestTraceRefsListingParallel: the listing walks domains on GOMAXPROCS
+// workers; with many domains (one of them holding a link), before and
+// after changes in several domains, it gives the refs, the remembered
+// directories and the reported links a walk on one worker gives, and
+// TraceRefs' refs.
+func TestTraceRefsListingParallel(t *testing.T) {
+	ctx := context.Background()
+	dir := initTree(t)
+	s, err := store.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	base := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	put := func(domain string, at time.Time, seed int64) {
+		t.Helper()
+		if _, err := s.PutTrace(ctx, storetest.NewTrace(domain, "find the price", at, seed)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	domain := func(i int) string { return fmt.Sprintf("d%02d.example", i) }
+	for i := range 24 {
+		for day := range 3 {
+			for j := range 2 {
+				put(domain(i), base.Add(time.Duration(day)*24*time.Hour+time.Duration(j)*time.Minute), int64(1000*i+10*day+j))
+			}
+		}
+	}
+	odd := filepath.Join(dir, "traces", domain(17), "2025-06-02")
+	if err := os.Symlink(filepath.Join(dir, "pem.yaml"), filepath.Join(odd, "01JX0000000000000000000000.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2100 * time.Millisecond) // past the racy window: directories may be remembered
+
+	list := func(procs int, prev *store.TraceListing) ([]engine.TraceRef, *store.TraceListing, []string) {
+		t.Helper()
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		fresh, err := store.Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fresh.Close()
+		refs, next, err := fresh.TraceRefsListing(ctx, prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return refs, next, fresh.SkippedLinks()
+	}
+	check := func(what string, prev *store.TraceListing) *store.TraceListing {
+		t.Helper()
+		r1, l1, k1 := list(1, prev)
+		r8, l8, k8 := list(8, prev)
+		if !reflect.DeepEqual(r1, r8) {
+			t.Fatalf("%s: 8 workers list\n%v\none worker lists\n%v", what, r8, r1)
+		}
+		if !reflect.DeepEqual(l1, l8) {
+			t.Fatalf("%s: 8 workers remember %d directories, one worker %d", what, len(l8.Dirs), len(l1.Dirs))
+		}
+		if !reflect.DeepEqual(k1, k8) || len(k8) != 1 {
+			t.Fatalf("%s: links reported %v by 8 workers, %v by one (want the one link)", what, k8, k1)
+		}
+		want, err := s.TraceRefs(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(r8, want) {
+			t.Fatalf("%s: the listing gives %d refs, TraceRefs %d", what, len(r8), len(want))
+		}
+		return l8
+	}
+	l := check("first listing", nil)
+	if n := len(l.Dirs); n != 24+24*3-1 {
+		t.Fatalf("remembered %d directories, want 24 domains and 71 clean days", n)
+	}
+	l = check("reusing the listing", l)
+	for _, i := range []int{0, 5, 11, 23} {
+		put(domain(i), base.Add(time.Duration(i)*time.Hour+30*time.Second), int64(90000+i))
+	}
+	put("new.example", base, 99999)
+	check("after changes in five domains", l)
 }

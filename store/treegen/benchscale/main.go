@@ -609,6 +609,11 @@ func consolidate(dir string, n, newer int) {
 	if err != nil {
 		fatalf("the commit step's time %q: %v", m[1], err)
 	}
+	// The run's phases as pem logs them (consolidate/timeline.go), to read
+	// its wall by phase.
+	for _, p := range regexp.MustCompile(`msg=phase name="?([^"=]+?)"? took=(\S+) at=(\S+)`).FindAllSubmatch(c.errOut, -1) {
+		logf("  phase %-28s %10s  (at %s)", p[1], p[2], p[3])
+	}
 	files := strings.Count(string(proc(dir, "git", "diff", "--name-only", "HEAD~1", "HEAD").out), "\n")
 	stateFiles := strings.Count(string(proc(dir, "git", "diff", "--name-only", state, "refs/pem/state").out), "\n")
 	// The same change by the git CLI: main rewound (the worktree keeps the
