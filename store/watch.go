@@ -29,7 +29,8 @@ var _ engine.ChangeWatch = (*Store)(nil)
 // on a file system where inotify may miss changes (network and FUSE file
 // systems: only local ones are watched), and for a domain with a directory
 // that could not be watched (the user's watch limit,
-// /proc/sys/fs/inotify/max_user_watches). Changes made through a shared
+// /proc/sys/fs/inotify/max_user_watches; logged once per store, with the
+// domain and the sysctl to raise). Changes made through a shared
 // memory mapping of a file raise no inotify event; pem and git never write
 // that way.
 
@@ -44,6 +45,7 @@ type watch struct {
 	changed map[string]uint64 // domain ("" every domain) → tick of its last change
 	lost    map[string]bool   // domains with a directory that could not be watched
 	broken  bool              // reading events failed: nothing is kept any more
+	warned  bool              // a lost directory was logged (once per store)
 	buf     []byte            // for readEvents
 }
 
@@ -121,13 +123,21 @@ func (s *Store) watched(rel string, dir bool) {
 // add watches the directory rel; false when it is missing or could not be
 // watched (then its domain is lost). The caller holds w.mu (or owns w).
 func (w *watch) add(s *Store, rel string) bool {
-	wd, err := addWatch(w.fd, s.abs(rel))
+	wd, err := watchDir(w.fd, s.abs(rel))
 	switch {
 	case err == nil:
 	case isNotExist(err):
 		return false
 	default:
 		w.lost[domainOf(rel)] = true
+		if !w.warned {
+			// Answers are still right (computed anew each time), only
+			// slower: say so once, with what to do.
+			w.warned = true
+			s.log.Warn("the change watch could not watch a directory: queries of its domain are computed anew every time "+
+				"(correct, but not kept); if the error is ENOSPC, raise the inotify watch limit: sysctl fs.inotify.max_user_watches=524288",
+				"dir", rel, "domain", domainOf(rel), "err", err)
+		}
 		return false
 	}
 	if old, ok := w.dirs[wd]; ok && old != rel {
@@ -136,6 +146,9 @@ func (w *watch) add(s *Store, rel string) bool {
 	w.wds[rel], w.dirs[wd] = wd, rel
 	return true
 }
+
+// watchDir is addWatch; a test replaces it to fail as a full watch limit does.
+var watchDir = addWatch
 
 // domainOf is the domain a directory (or a name in it) belongs to; "" for
 // the tree's directory and the top directories (every domain).
