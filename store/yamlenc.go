@@ -133,6 +133,22 @@ func (e *yenc) str(s string, indent int) {
 }
 
 // mapKey writes a map key at indent (a simple key, as yaml.v3 writes it).
+// optTime writes "name: t" at indent unless t is zero (omitempty).
+func (e *yenc) optTime(indent int, name string, t time.Time) {
+	if !t.IsZero() {
+		e.key(indent, name, false)
+		e.time(t)
+	}
+}
+
+// optStr writes "name: s" at indent unless s is empty (omitempty).
+func (e *yenc) optStr(indent int, name, s string) {
+	if s != "" {
+		e.key(indent, name, false)
+		e.str(s, indent+2)
+	}
+}
+
 func (e *yenc) mapKey(indent int, s string) {
 	e.newline()
 	e.pad(indent)
@@ -314,28 +330,16 @@ func (e *yenc) experience(x *engine.Experience) {
 			e.int(int64(s.OK))
 			e.key(4, "fail", false)
 			e.int(int64(s.Fail))
-			if !s.LastOK.IsZero() {
-				e.key(4, "last_ok", false)
-				e.time(s.LastOK)
-			}
-			if !s.LastFail.IsZero() {
-				e.key(4, "last_fail", false)
-				e.time(s.LastFail)
-			}
+			e.optTime(4, "last_ok", s.LastOK)
+			e.optTime(4, "last_fail", s.LastFail)
 		}
 	}
 	e.key(0, "avg_steps", false)
 	e.float(x.AvgSteps)
 	e.key(0, "avg_duration_ms", false)
 	e.float(x.AvgDurationMs)
-	if !x.LastSuccessAt.IsZero() {
-		e.key(0, "last_success_at", false)
-		e.time(x.LastSuccessAt)
-	}
-	if !x.LastFailureAt.IsZero() {
-		e.key(0, "last_failure_at", false)
-		e.time(x.LastFailureAt)
-	}
+	e.optTime(0, "last_success_at", x.LastSuccessAt)
+	e.optTime(0, "last_failure_at", x.LastFailureAt)
 	e.key(0, "evidence", false)
 	if len(x.Evidence) == 0 {
 		e.b = append(e.b, " []"...)
@@ -350,10 +354,7 @@ func (e *yenc) experience(x *engine.Experience) {
 			e.item(2)
 			e.key(4, "value", true)
 			e.str(a.Value, 6)
-			if a.SourceURL != "" {
-				e.key(4, "source_url", false)
-				e.str(a.SourceURL, 6)
-			}
+			e.optStr(4, "source_url", a.SourceURL)
 			e.key(4, "reads", false)
 			if len(a.Reads) == 0 {
 				e.b = append(e.b, " []"...)
@@ -363,10 +364,7 @@ func (e *yenc) experience(x *engine.Experience) {
 				e.item(6)
 				e.key(8, "trace", true)
 				e.str(r.Trace, 10)
-				if r.Session != "" {
-					e.key(8, "session", false)
-					e.str(r.Session, 10)
-				}
+				e.optStr(8, "session", r.Session)
 				e.key(8, "at", false)
 				e.time(r.At)
 			}
@@ -387,18 +385,9 @@ func (e *yenc) evidence(v *engine.Evidence) {
 	e.time(v.At)
 	e.key(4, "outcome", false)
 	e.str(string(v.Outcome), 6)
-	if v.Category != "" {
-		e.key(4, "category", false)
-		e.str(string(v.Category), 6)
-	}
-	if v.Session != "" {
-		e.key(4, "session", false)
-		e.str(v.Session, 6)
-	}
-	if v.URLPattern != "" {
-		e.key(4, "url_pattern", false)
-		e.str(v.URLPattern, 6)
-	}
+	e.optStr(4, "category", string(v.Category))
+	e.optStr(4, "session", v.Session)
+	e.optStr(4, "url_pattern", v.URLPattern)
 	if v.Steps != 0 {
 		e.key(4, "steps", false)
 		e.int(int64(v.Steps))
@@ -407,22 +396,10 @@ func (e *yenc) evidence(v *engine.Evidence) {
 		e.key(4, "duration_ms", false)
 		e.int(v.DurationMs)
 	}
-	if v.Revision != "" {
-		e.key(4, "revision", false)
-		e.str(v.Revision, 6)
-	}
-	if v.Verdict != "" {
-		e.key(4, "verdict", false)
-		e.str(string(v.Verdict), 6)
-	}
-	if v.VerdictBy != "" {
-		e.key(4, "verdict_by", false)
-		e.str(v.VerdictBy, 6)
-	}
-	if !v.VerdictAt.IsZero() {
-		e.key(4, "verdict_at", false)
-		e.time(v.VerdictAt)
-	}
+	e.optStr(4, "revision", v.Revision)
+	e.optStr(4, "verdict", string(v.Verdict))
+	e.optStr(4, "verdict_by", v.VerdictBy)
+	e.optTime(4, "verdict_at", v.VerdictAt)
 }
 
 func (e *yenc) digest(d *engine.Digest) {
@@ -480,34 +457,13 @@ func (e *yenc) digest(d *engine.Digest) {
 		e.key(2, "streak", false)
 		e.int(int64(d.Streak))
 	}
-	if !d.Newest.IsZero() {
-		e.key(2, "newest", false)
-		e.time(d.Newest)
-	}
-	if d.OpenGate != "" {
-		e.key(2, "open_gate", false)
-		e.str(string(d.OpenGate), 4)
-	}
-	if !d.Judged.IsZero() {
-		e.key(2, "judged", false)
-		e.time(d.Judged)
-	}
-	if d.OpenWrong != "" {
-		e.key(2, "open_wrong", false)
-		e.str(d.OpenWrong, 4)
-	}
-	if d.OpenWrongRevision != "" {
-		e.key(2, "open_wrong_revision", false)
-		e.str(d.OpenWrongRevision, 4)
-	}
-	if !d.LastSuccessAt.IsZero() {
-		e.key(2, "last_success_at", false)
-		e.time(d.LastSuccessAt)
-	}
-	if !d.LastFailureAt.IsZero() {
-		e.key(2, "last_failure_at", false)
-		e.time(d.LastFailureAt)
-	}
+	e.optTime(2, "newest", d.Newest)
+	e.optStr(2, "open_gate", string(d.OpenGate))
+	e.optTime(2, "judged", d.Judged)
+	e.optStr(2, "open_wrong", d.OpenWrong)
+	e.optStr(2, "open_wrong_revision", d.OpenWrongRevision)
+	e.optTime(2, "last_success_at", d.LastSuccessAt)
+	e.optTime(2, "last_failure_at", d.LastFailureAt)
 }
 
 // strings writes a sequence of strings, its items at indent.
