@@ -77,6 +77,19 @@ func clickSite(slow chan<- string) http.Handler {
 	return mux
 }
 
+// closeTabsAt closes, when the test ends, the shared browser's tabs whose
+// URL starts with prefix (the tabs a target=_blank link opened).
+func closeTabsAt(t *testing.T, prefix string) {
+	t.Cleanup(func() {
+		pages, _ := shared.b.Pages()
+		for _, pg := range pages {
+			if info, err := pg.Info(); err == nil && strings.HasPrefix(info.URL, prefix) {
+				pg.Close()
+			}
+		}
+	})
+}
+
 // clickAction is a click on a link or an Enter in a form of /links.
 type clickAction struct {
 	name string
@@ -235,14 +248,7 @@ func TestClickNoNavigation(t *testing.T) {
 	if href, _ := where(ctx, p); href != hs.URL+"/links#sec" || p.URL() != href {
 		t.Errorf("after the hash link: location %s, URL() %s", href, p.URL())
 	}
-	t.Cleanup(func() { // the tab #new-tab opened
-		pages, _ := shared.b.Pages()
-		for _, pg := range pages {
-			if info, err := pg.Info(); err == nil && strings.HasPrefix(info.URL, hs.URL+"/target") {
-				pg.Close()
-			}
-		}
-	})
+	closeTabsAt(t, hs.URL+"/target") // the tab #new-tab opens
 	if err := enterIn("none").do(ctx, p); err != nil {
 		t.Fatal(err)
 	}

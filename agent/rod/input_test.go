@@ -125,15 +125,7 @@ func TestInputInBackgroundTab(t *testing.T) {
 	ctx := context.Background()
 	old := openAt(t, hs.URL+"/links", 3*time.Second)
 	newer := openAt(t, hs.URL+"/links", 3*time.Second) // the front tab now
-	// Close the tab #new-tab opens.
-	t.Cleanup(func() {
-		pages, _ := shared.b.Pages()
-		for _, pg := range pages {
-			if info, err := pg.Info(); err == nil && info.URL == hs.URL+"/target" {
-				pg.Close()
-			}
-		}
-	})
+	closeTabsAt(t, hs.URL+"/target")                   // the tab #new-tab opens
 	if err := old.Click(ctx, "#button"); err != nil {
 		t.Fatalf("click in the older tab: %v", err)
 	}

@@ -567,15 +567,21 @@ func (p *Page) lookup(ctx context.Context, op, selector string) (*gorod.Element,
 }
 
 func (p *Page) lookupErr(op, selector string, err error) error {
+	return p.lookupErrAfter(op, selector, err, p.timeout)
+}
+
+// lookupErrAfter is lookupErr for a lookup that waited up to waited: a
+// timeout on a page that does not answer is not a missing element (busyErr).
+func (p *Page) lookupErrAfter(op, selector string, err error, waited time.Duration) error {
 	var ee *gorod.EvalError
 	switch {
 	case errors.As(err, &ee):
 		return fmt.Errorf("%s %q: invalid selector: %s", op, selector, ee.Exception.Description)
 	case errors.Is(err, context.DeadlineExceeded):
 		if p.unresponsive() {
-			return p.busyErr(op, selector, p.timeout)
+			return p.busyErr(op, selector, waited)
 		}
-		return fmt.Errorf("%s %q: %w (waited up to %s on %s)", op, selector, agent.ErrNoElement, p.timeout, p.URL())
+		return fmt.Errorf("%s %q: %w (waited up to %s on %s)", op, selector, agent.ErrNoElement, waited, p.URL())
 	}
 	return fmt.Errorf("%s %q: %w", op, selector, err)
 }
@@ -1176,11 +1182,8 @@ func (p *Page) WaitFor(ctx context.Context, selector string, d time.Duration) er
 	pg, _, cancel := p.with(ctx, d)
 	defer cancel()
 	if _, err := pg.Element(selector); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			if p.unresponsive() {
-				return p.busyErr("wait for", selector, d)
-			}
-			return fmt.Errorf("wait for %q: %w (waited %s on %s)", selector, agent.ErrNoElement, d, p.URL())
+		if ctx.Err() == nil {
+			return p.lookupErrAfter("wait for", selector, err, d)
 		}
 		return p.lookupErr("wait for", selector, err)
 	}
