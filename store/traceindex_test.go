@@ -60,6 +60,16 @@ func putTraces(t *testing.T, s engine.Store, domain string, intents []string, n 
 	return byKey
 }
 
+// intentIDs is the ids of s's traces of key in example.com.
+func intentIDs(t testing.TB, s *store.Store, key string) []string {
+	t.Helper()
+	refs, err := s.IntentTraceRefs(context.Background(), "example.com", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids(refs)
+}
+
 func TestIntentTraceRefs(t *testing.T) {
 	ctx := context.Background()
 	s0 := newTree(t)
@@ -68,11 +78,7 @@ func TestIntentTraceRefs(t *testing.T) {
 	check := func(s *store.Store, what string) {
 		t.Helper()
 		for k, want := range byKey {
-			refs, err := s.IntentTraceRefs(ctx, "example.com", k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := ids(refs); !slices.Equal(got, want) {
+			if got := intentIDs(t, s, k); !slices.Equal(got, want) {
 				t.Errorf("%s: IntentTraceRefs(%s) = %v, want %v", what, k, got, want)
 			}
 		}
@@ -584,11 +590,7 @@ func TestTraceIndexDamaged(t *testing.T) {
 	s := openLater(t, dir)
 	for _, k := range ix.keys { // a first: a query of b may find its block out of order and rewrite the file
 		want := byKey[k]
-		refs, err := s.IntentTraceRefs(ctx, "example.com", k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := ids(refs)
+		got := intentIDs(t, s, k)
 		if k == a {
 			want = slices.DeleteFunc(slices.Clone(want), func(id string) bool { return id == lost })
 		} else if k == b && len(got) == len(want)+1 { // its block still in order: used
@@ -617,21 +619,12 @@ func atoi(t *testing.T, s string) int {
 // whose index file is replaced by another process (same days) reads the
 // next key's block from the new file, without listing the days again.
 func TestTraceIndexReadsOnlyItsKey(t *testing.T) {
-	ctx := context.Background()
 	s0 := newTree(t)
 	dir := s0.Root()
 	byKey := putTraces(t, s0, "example.com", []string{"find the price", "read the news", "open a ticket"}, 4)
 	p := filepath.Join(dir, ".pem-cache", "trace-index", "example.com")
-	query := func(s *store.Store, k string) []string {
-		t.Helper()
-		refs, err := s.IntentTraceRefs(ctx, "example.com", k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids(refs)
-	}
 	for k := range byKey {
-		query(openLater(t, dir), k)
+		intentIDs(t, openLater(t, dir), k)
 	}
 	good, err := os.ReadFile(p)
 	if err != nil {
@@ -660,12 +653,12 @@ func TestTraceIndexReadsOnlyItsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openLater(t, dir)
-	if got := query(s, price); !slices.Equal(got, byKey[price]) {
+	if got := intentIDs(t, s, price); !slices.Equal(got, byKey[price]) {
 		t.Errorf("price, the news block damaged: %v, want %v (only its own block read)", got, byKey[price])
 	}
 	wantNews := append(slices.Clone(byKey[news]), bad) // the days listed again: the damaged trace shows
 	slices.Sort(wantNews)
-	if got := query(s, news); !slices.Equal(got, wantNews) {
+	if got := intentIDs(t, s, news); !slices.Equal(got, wantNews) {
 		t.Errorf("news, its block damaged: %v, want %v (the days listed again)", got, wantNews)
 	}
 
@@ -676,7 +669,7 @@ func TestTraceIndexReadsOnlyItsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openLater(t, dir)
-	if got := query(s, price); !slices.Equal(got, byKey[price]) {
+	if got := intentIDs(t, s, price); !slices.Equal(got, byKey[price]) {
 		t.Fatalf("price: %v, want %v", got, byKey[price])
 	}
 	tmp := p + ".new"
@@ -686,7 +679,7 @@ func TestTraceIndexReadsOnlyItsKey(t *testing.T) {
 	if err := os.Rename(tmp, p); err != nil {
 		t.Fatal(err)
 	}
-	if got := query(s, ticket); !slices.Equal(got, byKey[ticket]) {
+	if got := intentIDs(t, s, ticket); !slices.Equal(got, byKey[ticket]) {
 		t.Errorf("ticket after the file was replaced: %v, want %v (the new file's block)", got, byKey[ticket])
 	}
 	// A replacement that no longer holds the days as they were (another
@@ -702,7 +695,7 @@ func TestTraceIndexReadsOnlyItsKey(t *testing.T) {
 	if err := os.Rename(tmp, p); err != nil {
 		t.Fatal(err)
 	}
-	if got := query(s, news); !slices.Equal(got, wantNews) {
+	if got := intentIDs(t, s, news); !slices.Equal(got, wantNews) {
 		t.Errorf("news after a replacement with other days: %v, want %v (the days listed again)", got, wantNews)
 	}
 	if err := os.Remove(tp); err != nil { // so newTree's Check passes

@@ -16,6 +16,17 @@ import (
 	"github.com/pemdev/pem/store/storetest"
 )
 
+// putPriceTrace saves a "find the price" trace of domain at at (seed makes
+// its id) and returns its ref.
+func putPriceTrace(t *testing.T, s *store.Store, domain string, at time.Time, seed int64) engine.TraceRef {
+	t.Helper()
+	tr := storetest.NewTrace(domain, "find the price", at, seed)
+	if _, err := s.PutTrace(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	return engine.TraceRef{Domain: tr.Domain, Day: tr.StartedAt.UTC().Format("2006-01-02"), ID: tr.ID}
+}
+
 // TestTraceRefsListing: the listing gives what TraceRefs gives; it reuses
 // the names of a directory whose identity did not change (shown by
 // planting a name in the remembered listing), lists again every directory
@@ -33,11 +44,7 @@ func TestTraceRefsListing(t *testing.T) {
 	base := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 	put := func(domain string, at time.Time, seed int64) engine.TraceRef {
 		t.Helper()
-		tr := storetest.NewTrace(domain, "find the price", at, seed)
-		if _, err := s.PutTrace(ctx, tr); err != nil {
-			t.Fatal(err)
-		}
-		return engine.TraceRef{Domain: tr.Domain, Day: tr.StartedAt.UTC().Format("2006-01-02"), ID: tr.ID}
+		return putPriceTrace(t, s, domain, at, seed)
 	}
 	var gone engine.TraceRef
 	for i, d := range []string{"a.example", "b.example"} {
@@ -150,12 +157,7 @@ func TestTraceRefsListingParallel(t *testing.T) {
 	}
 	defer s.Close()
 	base := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
-	put := func(domain string, at time.Time, seed int64) {
-		t.Helper()
-		if _, err := s.PutTrace(ctx, storetest.NewTrace(domain, "find the price", at, seed)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(domain string, at time.Time, seed int64) { t.Helper(); putPriceTrace(t, s, domain, at, seed) }
 	domain := func(i int) string { return fmt.Sprintf("d%02d.example", i) }
 	for i := range 24 {
 		for day := range 3 {
