@@ -160,11 +160,10 @@ func deepLearn(ctx context.Context, st *store.Store, f deeplearn.Filter, branch 
 	if branch == "" {
 		branch = reviewPrefix + now.Format("2006-01-02")
 	}
-	h, err := commitToBranch(ctx, st.Root(), branch, files, title+"\n\n"+report)
+	h, err := commitToBranch(ctx, st, branch, files, title+"\n\n"+report, log)
 	if err != nil {
 		return "", err
 	}
-	pruneReviewBranches(ctx, st, branch, log)
 	if h == "" {
 		fmt.Fprintf(log, "pem: deep-learn: nothing to propose beyond what HEAD or branch %s holds already; branch not moved\n", branch)
 		return report, nil

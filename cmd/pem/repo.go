@@ -162,14 +162,19 @@ func commitTree(ctx context.Context, dir string, paths []string, msg string) (st
 }
 
 // commitToBranch commits files onto a review branch (HEAD's child) as
-// DefaultSignature.
-func commitToBranch(ctx context.Context, dir, branch string, files map[string][]byte, msg string) (string, error) {
-	r, err := gitrepo.Open(ctx, dir)
+// DefaultSignature, then prunes deep-learn's old review branches
+// (pruneReviewBranches) through the same repository handle.
+func commitToBranch(ctx context.Context, st *store.Store, branch string, files map[string][]byte, msg string, log io.Writer) (string, error) {
+	r, err := gitrepo.Open(ctx, st.Root())
 	if err != nil {
 		return "", err
 	}
 	defer r.Close()
-	return r.CommitToBranch(ctx, branch, files, msg, gitrepo.Signature{})
+	h, err := r.CommitToBranch(ctx, branch, files, msg, gitrepo.Signature{})
+	if err == nil {
+		pruneReviewBranches(ctx, st, r, branch, log)
+	}
+	return h, err
 }
 
 // reviewPrefix and reviewTitle name deep-learn's dated review branches
@@ -185,16 +190,11 @@ const (
 // branch re-proposes what is still pending, so an older one holds nothing
 // a newer lacks, only ~10,000 blobs of its own. A failure loses nothing: a
 // warning on log.
-func pruneReviewBranches(ctx context.Context, st *store.Store, spare string, log io.Writer) {
+func pruneReviewBranches(ctx context.Context, st *store.Store, r *gitrepo.Repo, spare string, log io.Writer) {
 	cfg, err := st.Config(ctx)
 	if err != nil {
 		return
 	}
-	r, err := gitrepo.Open(ctx, st.Root())
-	if err != nil {
-		return
-	}
-	defer r.Close()
 	keep := cfg.Policy.ReviewBranchesKept
 	pruned, err := r.PruneReviewBranches(ctx, reviewPrefix, reviewTitle, spare, keep, gitrepo.Signature{})
 	if err != nil {
