@@ -781,10 +781,14 @@ func (p *Page) Click(ctx context.Context, selector string) error {
 	}
 	p.armNav(ctx)
 	m := p.mark()
-	if err := p.clickAt(ctx, *pt); err != nil {
-		return p.inputErr(ctx, fmt.Sprintf("click %q", selector), err)
+	op := fmt.Sprintf("click %q", selector)
+	if err := p.clickAt(ctx, *pt); err != nil && !p.snap().moved(m) {
+		return p.inputErr(ctx, op, err)
 	}
-	return p.afterAction(ctx, fmt.Sprintf("click %q", selector), m)
+	// Sent, or it started a navigation before the page stopped answering
+	// (a submit whose handler then keeps the page busy): what counts is
+	// whether that lands, which afterAction says.
+	return p.afterAction(ctx, op, m)
 }
 
 // clickAt moves the mouse to pt and clicks its left button, each event
@@ -958,10 +962,11 @@ func (p *Page) Press(ctx context.Context, selector, key string) error {
 	}
 	p.armNav(ctx)
 	m := p.mark()
-	if err := p.pressKey(ctx, k); err != nil {
-		return p.inputErr(ctx, fmt.Sprintf("press %s in %q", key, selector), err)
+	op := fmt.Sprintf("press %s in %q", key, selector)
+	if err := p.pressKey(ctx, k); err != nil && !p.snap().moved(m) {
+		return p.inputErr(ctx, op, err)
 	}
-	return p.afterAction(ctx, fmt.Sprintf("press %s in %q", key, selector), m)
+	return p.afterAction(ctx, op, m) // as in Click
 }
 
 // Text is the element's innerText (an input's value); "" reads the whole body.
