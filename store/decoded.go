@@ -52,11 +52,33 @@ const (
 // than a second file); traces are read once.
 var decodable = map[string]func() any{
 	KindExperience: func() any { return new(engine.Experience) },
+	KindFacts:      func() any { return new(engine.Facts) },
 }
 
-// typePrint is a fingerprint of the Go types of the cached kinds: field
-// names, types and tags, recursively.
+// typePrint is a fingerprint of the Go types of the cached experience
+// (and of its summary, summary.go): field names, types and tags,
+// recursively. Facts have their own (factsTypePrint), so that a change of
+// one kind's types leaves the other's cache files valid.
 var typePrint = sync.OnceValue(func() string {
+	return fingerprint("experience:", new(engine.Experience), "summary:", new(engine.ExperienceSummary))
+})
+
+// factsTypePrint is typePrint for facts.
+var factsTypePrint = sync.OnceValue(func() string {
+	return fingerprint("facts:", new(engine.Facts))
+})
+
+// typePrintOf is the fingerprint of kind's cache files.
+func typePrintOf(kind string) string {
+	if kind == KindFacts {
+		return factsTypePrint()
+	}
+	return typePrint()
+}
+
+// fingerprint hashes the types of its values, each after its label
+// (labels and values alternate).
+func fingerprint(labelled ...any) string {
 	var b strings.Builder
 	seen := map[reflect.Type]bool{}
 	var walk func(t reflect.Type)
@@ -80,21 +102,23 @@ var typePrint = sync.OnceValue(func() string {
 			}
 		}
 	}
-	for _, kind := range []string{KindExperience} {
-		b.WriteString(kind + ":")
-		walk(reflect.TypeOf(decodable[kind]()))
+	for _, v := range labelled {
+		if label, ok := v.(string); ok {
+			b.WriteString(label)
+			continue
+		}
+		walk(reflect.TypeOf(v))
 	}
-	b.WriteString("summary:") // summary.go
-	walk(reflect.TypeOf(new(engine.ExperienceSummary)))
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:8])
-})
+}
 
 func decodedPath(rel string) string { return decodedDir + "/" + rel + ".bin" }
 
-// decodedHead is the cache file's first lines for a YAML file of identity id.
-func decodedHead(id fileID) string {
-	return decodedHeader + "types " + typePrint() + "\nfile " + fmt.Sprint(id) + "\n"
+// decodedHead is the first lines of a cache file of kind for a YAML file
+// of identity id.
+func decodedHead(kind string, id fileID) string {
+	return decodedHeader + "types " + typePrintOf(kind) + "\nfile " + fmt.Sprint(id) + "\n"
 }
 
 // readDecoded returns the value cached for rel when the YAML file has
@@ -108,7 +132,7 @@ func (s *Store) readDecoded(rel, kind string, id fileID) (any, bool) {
 	if err != nil {
 		return nil, false
 	}
-	body, ok := bytes.CutPrefix(data, []byte(decodedHead(id)))
+	body, ok := bytes.CutPrefix(data, []byte(decodedHead(kind, id)))
 	if !ok {
 		if body, ok = s.verifiedBody(rel, kind, data); !ok {
 			return nil, false
@@ -123,20 +147,25 @@ func (s *Store) readDecoded(rel, kind string, id fileID) (any, bool) {
 
 // decodeBody decodes a cache file's body (expcodec.go).
 func decodeBody(kind string, body []byte) (any, bool) {
-	if kind != KindExperience {
-		return nil, false
+	switch kind {
+	case KindExperience:
+		return decodeExperienceBin(body)
+	case KindFacts:
+		return decodeFactsBin(body)
 	}
-	return decodeExperienceBin(body)
+	return nil, false
 }
 
 // appendBody encodes v as a cache file's body; false when it is not kept
 // (a kind not cached, the codec off, a time outside UTC).
 func appendBody(b []byte, v any) ([]byte, bool) {
-	x, ok := v.(*engine.Experience)
-	if !ok {
-		return nil, false
+	switch x := v.(type) {
+	case *engine.Experience:
+		return appendExperienceBin(b, x)
+	case *engine.Facts:
+		return appendFactsBin(b, x)
 	}
-	return appendExperienceBin(b, x)
+	return nil, false
 }
 
 // checkDecoded checks a decoded value as the YAML decoder does after
@@ -151,6 +180,14 @@ func checkDecoded(rel, kind string, v any) error {
 			return fmt.Errorf("%w: the file names %s/%s, not the entry its path names", engine.ErrCorrupt, x.Domain, x.IntentKey)
 		}
 		return nil
+	case *engine.Facts:
+		if err := checkFormat(x.Format); err != nil {
+			return err
+		}
+		if rel != FactsPath(x.Domain, x.IntentKey) {
+			return fmt.Errorf("%w: the file names %s/%s, not the entry its path names", engine.ErrCorrupt, x.Domain, x.IntentKey)
+		}
+		return nil
 	}
 	return fmt.Errorf("the decoded cache holds no %s", kind)
 }
@@ -161,7 +198,7 @@ func (s *Store) writeDecoded(rel, kind string, id fileID, v any) {
 	if decodable[kind] == nil || !id.unique() {
 		return
 	}
-	b, ok := appendBody([]byte(decodedHead(id)), v)
+	b, ok := appendBody([]byte(decodedHead(kind, id)), v)
 	if !ok {
 		return
 	}

@@ -7,18 +7,18 @@ import (
 	"path"
 	"runtime"
 	"strings"
-
-	"github.com/pemdev/pem/engine"
 )
 
-// The decoded cache (decoded.go) of the experience a consolidation writes.
+// The decoded cache (decoded.go) of the experience and facts a
+// consolidation writes.
 //
 // A consolidation reads in full the entries its new traces touch, and
 // decoding their YAML was most of its load time at 100,000 traces
 // (docs/performance.md, "Consolidation"); every entry it touches it wrote
 // itself in an earlier run, from a value it had in memory. So PutRecords
 // keeps that value in the decoded cache, and the next process that reads
-// the entry decodes its binary form (expcodec.go) instead of YAML.
+// the entry decodes its binary form (expcodec.go, factscodec.go) instead
+// of YAML.
 //
 // A file just written has an identity younger than the racy window: a
 // same-size edit in place within the file system's clock tick could keep
@@ -30,14 +30,14 @@ import (
 // would come back with their times moved to UTC).
 
 // verifiedHead is the first lines of a cache file keyed by content.
-func verifiedHead(sum []byte) string {
-	return decodedHeader + "types " + typePrint() + "\nsum " + hex.EncodeToString(sum) + "\n"
+func verifiedHead(kind string, sum []byte) string {
+	return decodedHeader + "types " + typePrintOf(kind) + "\nsum " + hex.EncodeToString(sum) + "\n"
 }
 
 // verifiedBody returns the body of a content-keyed cache file data of rel,
 // when rel holds the bytes it was made from.
 func (s *Store) verifiedBody(rel, kind string, data []byte) ([]byte, bool) {
-	prefix := decodedHeader + "types " + typePrint() + "\nsum "
+	prefix := decodedHeader + "types " + typePrintOf(kind) + "\nsum "
 	rest, ok := bytes.CutPrefix(data, []byte(prefix))
 	if !ok || len(rest) < 2*sha256.Size+1 || rest[2*sha256.Size] != '\n' {
 		return nil, false
@@ -54,9 +54,9 @@ func (s *Store) verifiedBody(rel, kind string, data []byte) ([]byte, bool) {
 	return rest[2*sha256.Size+1:], true
 }
 
-// cacheWritten writes the decoded cache of each experience a batch placed
-// (writes[i] holds values[i]); best effort, like every cache write.
-func (s *Store) cacheWritten(writes []*fileWrite, values []*engine.Experience) {
+// cacheWritten writes the decoded cache of each record of kind a batch
+// placed (writes[i] holds values[i]); best effort, like every cache write.
+func cacheWritten[T any](s *Store, kind string, writes []*fileWrite, values []*T) {
 	bodies := make([][]byte, len(writes))
 	_ = forEach(len(writes), runtime.GOMAXPROCS(0), func(i int) error {
 		w, v := writes[i], values[i]
@@ -64,7 +64,7 @@ func (s *Store) cacheWritten(writes []*fileWrite, values []*engine.Experience) {
 			return nil
 		}
 		sum := sha256.Sum256(w.data)
-		if b, ok := appendBody([]byte(verifiedHead(sum[:])), v); ok {
+		if b, ok := appendBody([]byte(verifiedHead(kind, sum[:])), any(v)); ok {
 			bodies[i] = b
 		}
 		return nil

@@ -227,3 +227,72 @@ func BenchmarkQueryHotDomain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueryFirstTier: the first engine.Query of a new Store (a new
+// `pem mcp`'s first query of the domain; most of a CLI query's work after
+// start-up) on the fresh-process row's trees of make bench-scale (one
+// domain, 20 intents, the queried one with a fixed 50 runs of the 30 days
+// before treegen.Base, the others the rest), at two clocks: treegen.Base,
+// where the entry is served on its own route (P2), and 18 months later,
+// where it has decayed below P2 and the query also reads the related routes
+// of up to 4 other intents (their facts and summaries). The decoded caches
+// on disk are filled by one untimed query first, as a CLI query's are after
+// the first. Reports p50 and p99 and the tier served.
+func BenchmarkQueryFirstTier(b *testing.B) {
+	const intents, hot, hotTraces = 20, 3, 50
+	for _, n := range []int{1_000, 10_000} {
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("pem-bench-tier-%d", n))
+		if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
+			os.RemoveAll(dir)
+			if err := treegen.GenerateHot(context.Background(), filepath.Join(dir, "knowledge"), intents, n, hot, hotTraces, treegen.Base, 1); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "complete"), nil, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			time.Sleep(2100 * time.Millisecond) // past the racy window
+		}
+		root := filepath.Join(dir, "knowledge")
+		for _, at := range []struct {
+			name string
+			now  time.Time
+		}{{"P2", treegen.Base}, {"P4", treegen.Base.AddDate(0, 18, 0)}} {
+			b.Run(fmt.Sprintf("%s/traces=%d", at.name, n), func(b *testing.B) {
+				ctx := context.Background()
+				query := func() *engine.Recall {
+					s, err := store.Open(root, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer s.Close()
+					e := engine.New(s)
+					e.Now = func() time.Time { return at.now }
+					r, err := e.Query(ctx, treegen.URL(0, hot), treegen.Intent(hot))
+					if err != nil {
+						b.Fatal(err)
+					}
+					return r
+				}
+				r := query() // fills the caches on disk
+				if string(r.Tier) != at.name {
+					b.Fatalf("served %s, want %s (%v)", r.Tier, at.name, r.Reasons)
+				}
+				if at.name == "P4" && len(r.RelatedRoutes) == 0 {
+					b.Fatal("no related routes at P4")
+				}
+				ds := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for range b.N {
+					t := time.Now()
+					query()
+					ds = append(ds, time.Since(t))
+				}
+				b.StopTimer()
+				p50, p99 := percentiles(ds)
+				b.ReportMetric(p50/1e6, "p50-ms")
+				b.ReportMetric(p99/1e6, "p99-ms")
+				b.ReportMetric(float64(len(r.RelatedRoutes)), "related")
+			})
+		}
+	}
+}

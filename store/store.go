@@ -178,9 +178,10 @@ func (s *Store) load(ctx context.Context, c *lru, rel, kind string, immutable bo
 }
 
 // loadFill is load; with fill, a YAML decode of a kind the decoded cache
-// keeps also writes it (decoded.go). Only the query path fills: a
-// consolidation or a deep-learn reads every entry once and then rewrites
-// many of them, so its cache files would cost writes and be stale at once.
+// keeps also writes it (decoded.go). Experience fills only on the query
+// path: a consolidation or a deep-learn reads every entry once and then
+// rewrites many of them, so its cache files would cost writes and be stale
+// at once. Facts fill on every read (Facts).
 func (s *Store) loadFill(ctx context.Context, c *lru, rel, kind string, immutable, fill bool, decode func([]byte) (any, error)) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -469,7 +470,11 @@ func sortTraceRefs(refs []engine.TraceRef) {
 	})
 }
 
-// Facts reads facts/<domain>/<key>.yaml.
+// Facts reads facts/<domain>/<key>.yaml. Every read fills the decoded
+// cache (decoded.go), not only the query path's as for experience: a facts
+// file is seldom rewritten by whoever reads it (a consolidation rewrites
+// the facts of few of the entries it reads, deep-learn none), so the cache
+// file it writes serves the next process.
 func (s *Store) Facts(ctx context.Context, domain, key string) (*engine.Facts, error) {
 	if err := checkDomain(domain); err != nil {
 		return nil, err
@@ -477,7 +482,7 @@ func (s *Store) Facts(ctx context.Context, domain, key string) (*engine.Facts, e
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	v, err := s.load(ctx, s.records, FactsPath(domain, key), KindFacts, false, factsDecoder(domain, key))
+	v, err := s.loadFill(ctx, s.records, FactsPath(domain, key), KindFacts, false, true, factsDecoder(domain, key))
 	if err != nil {
 		return nil, err
 	}
@@ -669,7 +674,8 @@ func (s *Store) PutBatch(ctx context.Context, sites []*engine.Site, facts []*eng
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.cacheWritten(writes[nf:], experience)
+		cacheWritten(s, KindFacts, writes[ns:nf], facts)
+		cacheWritten(s, KindExperience, writes[nf:], experience)
 	}()
 	return relsOf(writes), func() { <-done }, nil
 }
