@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,30 +17,37 @@ import (
 )
 
 // The decoded-record cache keeps, beside the other caches in .pem-cache
-// (never committed), each experience file as this code last decoded it, in
-// a binary form (expcodec.go), so that a new process (every CLI query, the first MCP
-// query of a domain) does not parse its YAML again: YAML costs ~40 µs an
-// evidence item, gob ~2 and the binary form less (docs/performance.md, "Query"). An experience
-// grows with its entry's runs, and a query below P2 reads up to four other
-// entries of the domain for their related routes (engine/related.go).
+// (never committed), each experience and facts file as this code last
+// decoded it, in a binary form (expcodec.go, factscodec.go), so that a new
+// process (every CLI query, the first MCP query of a domain) does not
+// parse its YAML again: YAML costs ~40 µs an evidence item, gob ~2 and the
+// binary form less (docs/performance.md, "Query"). An experience grows with
+// its entry's runs; facts do not, but a facts file's YAML decode (~0.3 ms)
+// costs more than reading its cache file instead (the cache replaces the
+// YAML's read, it is not a second file), and a query below P2 reads up to
+// four other entries' facts for their related routes (engine/related.go):
+// 39 % of such a query's CPU was their YAML ("Query, fifth round").
 //
 //	.pem-cache/decoded/experience/<domain>/<key>.yaml.bin
+//	.pem-cache/decoded/facts/<domain>/<key>.yaml.bin
 //
 // A cache file holds a header, the identity of the YAML file it was
 // decoded from (device, inode, size, mtime, ctime: the identity the
-// in-memory caches use, cache.go), a fingerprint of the Go types it
-// encodes (a pem whose engine.Experience differs never reads it), and the
-// value. It is used only when the YAML file has that very identity now and
-// the identity is old enough to show any later change (racyWindow), so a
-// rename (a new inode), an edit in place (mtime, ctime, size) or a
-// checkout is seen; the decoded value is checked again for its format,
-// domain and key. The query path writes it (ExperienceShared; Experience,
-// a writer's copy, reads it but never writes it: a consolidation or
-// deep-learn reads every entry and rewrites many), after a YAML decode that
-// succeeded and is trusted, as a whole file renamed into place (no fsync:
-// losing it costs one YAML decode). PutRecords writes it too, for the
-// experience it just wrote, keyed by the YAML bytes' SHA-256 instead of
-// the file's identity (decodedwrite.go). A missing, stale or unreadable cache file is
+// in-memory caches use, cache.go), a fingerprint of the Go types of its
+// kind (a pem whose engine.Experience or engine.Facts differs never reads
+// it), and the value. It is used only when the YAML file has that very
+// identity now and the identity is old enough to show any later change
+// (racyWindow), so a rename (a new inode), an edit in place (mtime, ctime,
+// size) or a checkout is seen; the decoded value is checked again for its
+// format, domain and key. After a YAML decode that succeeded and is
+// trusted, the read writes it, as a whole file renamed into place (no
+// fsync: losing it costs one YAML decode): for experience only the query
+// path's read (ExperienceShared; Experience, a writer's copy, reads it but
+// never writes it: a consolidation or deep-learn reads every entry and
+// rewrites many), for facts every read (Facts: their readers seldom
+// rewrite them). PutRecords writes it too, for the experience and facts
+// it just wrote, keyed by the YAML bytes' SHA-256 instead of the file's
+// identity (decodedwrite.go). A missing, stale or unreadable cache file is
 // rebuilt by the next read; one for an entry that is gone stays until
 // .pem-cache is removed (it is never read: no YAML file has its identity).
 const (
@@ -48,8 +56,9 @@ const (
 )
 
 // decodable: the kinds kept in the decoded cache, each with a new value
-// to decode into. Facts and pem.yaml are small (one YAML decode is cheaper
-// than a second file); traces are read once.
+// to decode into. pem.yaml is read once a process and has no codec (its
+// YAML decode is ~0.15 ms of a first query: docs/performance.md, "Query,
+// fifth round"); traces are read once.
 var decodable = map[string]func() any{
 	KindExperience: func() any { return new(engine.Experience) },
 	KindFacts:      func() any { return new(engine.Facts) },
@@ -76,14 +85,45 @@ func typePrintOf(kind string) string {
 	return typePrint()
 }
 
+// quoteTo writes strconv.Quote(s) to b, by hand for printable ASCII (a
+// struct tag: only '"' and '\\' need escaping).
+func quoteTo(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			b.WriteString(strconv.Quote(s))
+			return
+		}
+	}
+	b.WriteByte('"')
+	for {
+		i := strings.IndexAny(s, `"\`)
+		if i < 0 {
+			break
+		}
+		b.WriteString(s[:i])
+		b.WriteByte('\\')
+		b.WriteByte(s[i])
+		s = s[i+1:]
+	}
+	b.WriteString(s)
+	b.WriteByte('"')
+}
+
 // fingerprint hashes the types of its values, each after its label
 // (labels and values alternate).
 func fingerprint(labelled ...any) string {
 	var b strings.Builder
+	b.Grow(32 << 10)
 	seen := map[reflect.Type]bool{}
 	var walk func(t reflect.Type)
+	// fmt's "%s/%s;" and "%s %q " written by hand: the same bytes (the
+	// fingerprints of cache files already written stay), without fmt's
+	// cost in a new process (~0.4 ms a kind in a profile of CLI queries).
 	walk = func(t reflect.Type) {
-		fmt.Fprintf(&b, "%s/%s;", t.String(), t.Kind())
+		b.WriteString(t.String())
+		b.WriteByte('/')
+		b.WriteString(t.Kind().String())
+		b.WriteByte(';')
 		if seen[t] {
 			return
 		}
@@ -97,7 +137,10 @@ func fingerprint(labelled ...any) string {
 		case reflect.Struct:
 			for i := 0; i < t.NumField(); i++ {
 				f := t.Field(i)
-				fmt.Fprintf(&b, "%s %q ", f.Name, f.Tag)
+				b.WriteString(f.Name)
+				b.WriteByte(' ')
+				quoteTo(&b, string(f.Tag))
+				b.WriteByte(' ')
 				walk(f.Type)
 			}
 		}

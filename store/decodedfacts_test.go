@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -306,5 +307,84 @@ func TestRecallSameWithFactsCache(t *testing.T) {
 		if now.After(treegen.Base) && len(fromYAML.RelatedRoutes) == 0 {
 			t.Fatalf("test setup: no related routes below P2 (tier %s)", fromYAML.Tier)
 		}
+	}
+}
+
+// BenchmarkFactsRead: Store.Facts of 200 entries in a new Store (a new
+// process's reads: a consolidation's "read the entries the plan changes",
+// a deep-learn's, a query's), per read: "yaml" with no cache file (the
+// YAML decoded, and the cache file written), "cached" from the cache file
+// a read left (keyed by the file's identity), "by-sum" from the one
+// PutRecords left (keyed by the bytes written: the YAML file is read and
+// hashed too).
+func BenchmarkFactsRead(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(b.TempDir(), "knowledge")
+	if _, err := store.Init(ctx, dir); err != nil {
+		b.Fatal(err)
+	}
+	later := &store.Options{Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	var fs []*engine.Facts
+	for i := range 200 {
+		fs = append(fs, storetest.NewFacts("example.com", "count the stars "+strconv.Itoa(i)))
+	}
+	dropCache := func() {
+		if err := os.RemoveAll(filepath.Join(dir, ".pem-cache", "decoded", "facts")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	readAll := func(b *testing.B) time.Duration {
+		s, err := store.Open(dir, later)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		t := time.Now()
+		for _, f := range fs {
+			if _, err := s.Facts(ctx, f.Domain, f.IntentKey); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t)
+	}
+	put := func(b *testing.B) {
+		s, err := store.Open(dir, later)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.PutRecords(ctx, fs, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		setup func(b *testing.B)
+	}{
+		{"yaml", func(b *testing.B) { dropCache() }},
+		{"cached", func(b *testing.B) { dropCache(); readAll(b) }},
+		{"by-sum", func(b *testing.B) {
+			// Other bytes first, so that PutRecords writes every file anew.
+			for _, f := range fs {
+				f.Revision = "x" + f.Revision
+			}
+			put(b)
+			for _, f := range fs {
+				f.Revision = f.Revision[1:]
+			}
+			dropCache()
+			put(b)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var total time.Duration
+			for range b.N {
+				b.StopTimer()
+				c.setup(b)
+				b.StartTimer()
+				total += readAll(b)
+			}
+			b.ReportMetric(float64(total)/float64(b.N*len(fs))/1e3, "us/read")
+		})
 	}
 }

@@ -2,9 +2,13 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"math"
 	"math/rand"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -329,4 +333,57 @@ func BenchmarkDecodeFacts(b *testing.B) {
 			_ = f.Clone()
 		}
 	})
+}
+
+// TestFingerprintAsFmt: the hand-written fingerprint is fmt's of session
+// 7 byte for byte (cache files written before it stay valid), also for a
+// tag that needs strconv's quoting.
+func TestFingerprintAsFmt(t *testing.T) {
+	old := func(labelled ...any) string {
+		var b strings.Builder
+		seen := map[reflect.Type]bool{}
+		var walk func(t reflect.Type)
+		walk = func(t reflect.Type) {
+			fmt.Fprintf(&b, "%s/%s;", t.String(), t.Kind())
+			if seen[t] {
+				return
+			}
+			seen[t] = true
+			switch t.Kind() {
+			case reflect.Pointer, reflect.Slice, reflect.Array:
+				walk(t.Elem())
+			case reflect.Map:
+				walk(t.Key())
+				walk(t.Elem())
+			case reflect.Struct:
+				for i := 0; i < t.NumField(); i++ {
+					f := t.Field(i)
+					fmt.Fprintf(&b, "%s %q ", f.Name, f.Tag)
+					walk(f.Type)
+				}
+			}
+		}
+		for _, v := range labelled {
+			if label, ok := v.(string); ok {
+				b.WriteString(label)
+				continue
+			}
+			walk(reflect.TypeOf(v))
+		}
+		sum := sha256.Sum256([]byte(b.String()))
+		return hex.EncodeToString(sum[:8])
+	}
+	type odd struct {
+		A int `yaml:"a\\b" json:"é\t"`
+		B map[string][]*odd
+	}
+	for _, c := range [][]any{
+		{"experience:", new(engine.Experience), "summary:", new(engine.ExperienceSummary)},
+		{"facts:", new(engine.Facts)},
+		{"odd:", new(odd)},
+	} {
+		if got, want := fingerprint(c...), old(c...); got != want {
+			t.Errorf("%v: fingerprint %s, fmt's %s", c[0], got, want)
+		}
+	}
 }
