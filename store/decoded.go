@@ -56,9 +56,10 @@ const (
 )
 
 // decodable: the kinds kept in the decoded cache, each with a new value
-// to decode into. pem.yaml is read once a process and has no codec (its
-// YAML decode is ~0.15 ms of a first query: docs/performance.md, "Query,
-// fifth round"); traces are read once.
+// to decode into. pem.yaml is read once a process and has no codec yet
+// (its YAML decode is ~0.5 ms of a CLI query, the last YAML a query
+// decodes: docs/performance.md, "Query, fifth round"); traces are read
+// once.
 var decodable = map[string]func() any{
 	KindExperience: func() any { return new(engine.Experience) },
 	KindFacts:      func() any { return new(engine.Facts) },
