@@ -45,7 +45,11 @@ import (
 // path's read (ExperienceShared; Experience, a writer's copy, reads it but
 // never writes it: a consolidation or deep-learn reads every entry and
 // rewrites many), for facts every read (Facts: their readers seldom
-// rewrite them). PutRecords writes it too, for the experience and facts
+// rewrite them), and for pem.yaml every read too (configcodec.go:
+//
+//	.pem-cache/decoded/pem.yaml.bin
+//
+// whose fingerprint also covers engine.DefaultConfig). PutRecords writes it too, for the experience and facts
 // it just wrote, keyed by the YAML bytes' SHA-256 instead of the file's
 // identity (decodedwrite.go). A missing, stale or unreadable cache file is
 // rebuilt by the next read; one for an entry that is gone stays until
@@ -56,13 +60,12 @@ const (
 )
 
 // decodable: the kinds kept in the decoded cache, each with a new value
-// to decode into. pem.yaml is read once a process and has no codec yet
-// (its YAML decode is ~0.5 ms of a CLI query, the last YAML a query
-// decodes: docs/performance.md, "Query, fifth round"); traces are read
-// once.
+// to decode into (pem.yaml's is a value, engine.Config, as Config keeps
+// it). Traces are read once.
 var decodable = map[string]func() any{
 	KindExperience: func() any { return new(engine.Experience) },
 	KindFacts:      func() any { return new(engine.Facts) },
+	KindConfig:     func() any { return new(engine.Config) },
 }
 
 // typePrint is a fingerprint of the Go types of the cached experience
@@ -80,8 +83,11 @@ var factsTypePrint = sync.OnceValue(func() string {
 
 // typePrintOf is the fingerprint of kind's cache files.
 func typePrintOf(kind string) string {
-	if kind == KindFacts {
+	switch kind {
+	case KindFacts:
 		return factsTypePrint()
+	case KindConfig:
+		return configTypePrint()
 	}
 	return typePrint()
 }
@@ -196,6 +202,8 @@ func decodeBody(kind string, body []byte) (any, bool) {
 		return decodeExperienceBin(body)
 	case KindFacts:
 		return decodeFactsBin(body)
+	case KindConfig:
+		return decodeConfigBin(body)
 	}
 	return nil, false
 }
@@ -208,6 +216,8 @@ func appendBody(b []byte, v any) ([]byte, bool) {
 		return appendExperienceBin(b, x)
 	case *engine.Facts:
 		return appendFactsBin(b, x)
+	case engine.Config:
+		return appendConfigBin(b, x)
 	}
 	return nil, false
 }
@@ -232,6 +242,12 @@ func checkDecoded(rel, kind string, v any) error {
 			return fmt.Errorf("%w: the file names %s/%s, not the entry its path names", engine.ErrCorrupt, x.Domain, x.IntentKey)
 		}
 		return nil
+	case engine.Config:
+		if rel != configFile {
+			return fmt.Errorf("%w: a config cached for %s", engine.ErrCorrupt, rel)
+		}
+		_, err := checkConfig(x)
+		return err
 	}
 	return fmt.Errorf("the decoded cache holds no %s", kind)
 }

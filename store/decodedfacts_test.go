@@ -401,3 +401,87 @@ func BenchmarkFactsRead(b *testing.B) {
 		})
 	}
 }
+
+// TestDecodedConfigCache: a new process reads pem.yaml from the decoded
+// cache (a swapped value is what it returns), equal to the YAML's decode;
+// an edit in place and a replacement are seen; a damaged cache file, or
+// one whose value a pem.yaml could not hold (an invalid policy), is
+// never served.
+func TestDecodedConfigCache(t *testing.T) {
+	ctx := context.Background()
+	dir := initTree(t)
+	cfgPath := filepath.Join(dir, "pem.yaml")
+	cache := filepath.Join(dir, ".pem-cache", "decoded", "pem.yaml.bin")
+	read := func(what string) engine.Config {
+		t.Helper()
+		c, err := openLater(t, dir).Config(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return c
+	}
+	want := func() engine.Config {
+		t.Helper()
+		data, err := os.ReadFile(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := engine.DefaultConfig()
+		if err := store.Unmarshal(data, &c, store.KindConfig); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if got := read("first read"); !reflect.DeepEqual(got, want()) {
+		t.Fatalf("first read differs from the YAML")
+	}
+	good, err := os.ReadFile(cache)
+	if err != nil {
+		t.Fatalf("no decoded cache file of pem.yaml after a trusted read: %v", err)
+	}
+	other := want()
+	other.Policy.RelatedRoutes = 7
+	if err := os.WriteFile(cache, swapBody(t, good, other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("swapped cache"); got.Policy.RelatedRoutes != 7 {
+		t.Fatalf("the decoded cache was not used: related_routes %d", got.Policy.RelatedRoutes)
+	}
+	bad := want()
+	bad.Policy.P1 = 2 // Validate refuses it
+	for name, b := range map[string][]byte{
+		"garbage":   []byte("garbage"),
+		"truncated": good[:len(good)-2],
+		"invalid":   swapBody(t, good, bad),
+	} {
+		if err := os.WriteFile(cache, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(name); !reflect.DeepEqual(got, want()) {
+			t.Fatalf("with a %s cache file, the read differs from the YAML", name)
+		}
+	}
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "ttl_days: 30", "ttl_days: 31", 1)
+	if edited == string(data) {
+		t.Fatalf("test setup: no ttl_days: 30 in pem.yaml:\n%s", data)
+	}
+	if err := os.WriteFile(cfgPath, []byte(edited), 0o644); err != nil { // in place
+		t.Fatal(err)
+	}
+	if got := read("after an edit in place"); got.Policy.TTLDays != 31 {
+		t.Fatalf("an edit in place of pem.yaml was not seen: ttl_days %d", got.Policy.TTLDays)
+	}
+	if err := os.WriteFile(cfgPath+".new", []byte(strings.Replace(edited, "ttl_days: 31", "ttl_days: 12", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cfgPath+".new", cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("after a rename"); got.Policy.TTLDays != 12 {
+		t.Fatalf("a pem.yaml renamed into place was not seen: ttl_days %d", got.Policy.TTLDays)
+	}
+}

@@ -387,3 +387,44 @@ func TestFingerprintAsFmt(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigBinRoundTrip: configs with every field filled by reflection
+// (and nil or empty approval lists) come back DeepEqual; the defaults are
+// part of the config cache files' fingerprint.
+func TestConfigBinRoundTrip(t *testing.T) {
+	if !configCodecOK() {
+		t.Fatal("the config codec is off: engine.Config holds a kind configcodec.go does not encode")
+	}
+	r := rand.New(rand.NewSource(13))
+	for i := 0; i < 500; i++ {
+		var c engine.Config
+		full := i%2 == 0
+		fillRandom(r, reflect.ValueOf(&c).Elem(), func() string { return edge(r) }, full)
+		if full {
+			if z := zeroField(reflect.ValueOf(&c).Elem(), "Config"); z != "" {
+				t.Fatalf("test setup: fillRandom left %s zero", z)
+			}
+		}
+		b, ok := appendConfigBin(nil, c)
+		if !ok {
+			t.Fatalf("config %d: declined", i)
+		}
+		got, ok := decodeConfigBin(b)
+		if !ok || !reflect.DeepEqual(got, c) {
+			t.Fatalf("config %d came back different (%v):\n%#v\nwant\n%#v", i, ok, got, c)
+		}
+		for n := 0; n < len(b); n += 1 + n/8 {
+			if _, ok := decodeConfigBin(b[:n]); ok {
+				t.Fatalf("config %d: a truncation to %d of %d bytes decoded", i, n, len(b))
+			}
+		}
+		if _, ok := decodeConfigBin(append(bytes.Clone(b), 0)); ok {
+			t.Fatal("trailing bytes were accepted")
+		}
+	}
+	def, _ := appendConfigBin(nil, engine.DefaultConfig())
+	if configTypePrint() != fingerprint("config:", new(engine.Config), "defaults:"+string(def)) ||
+		configTypePrint() == fingerprint("config:", new(engine.Config), "defaults:") {
+		t.Fatal("the config cache files' fingerprint does not cover the defaults")
+	}
+}

@@ -181,7 +181,7 @@ func (s *Store) load(ctx context.Context, c *lru, rel, kind string, immutable bo
 // keeps also writes it (decoded.go). Experience fills only on the query
 // path: a consolidation or a deep-learn reads every entry once and then
 // rewrites many of them, so its cache files would cost writes and be stale
-// at once. Facts fill on every read (Facts).
+// at once. Facts and pem.yaml fill on every read (Facts, Config).
 func (s *Store) loadFill(ctx context.Context, c *lru, rel, kind string, immutable, fill bool, decode func([]byte) (any, error)) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -265,9 +265,10 @@ func checkFormat(f int) error {
 	return nil
 }
 
-// Config reads pem.yaml; fields it leaves out keep engine.DefaultConfig's values.
+// Config reads pem.yaml; fields it leaves out keep engine.DefaultConfig's
+// values. Its reads fill the decoded cache (configcodec.go).
 func (s *Store) Config(ctx context.Context) (engine.Config, error) {
-	v, err := s.load(ctx, s.records, configFile, KindConfig, false, decodeConfig)
+	v, err := s.loadFill(ctx, s.records, configFile, KindConfig, false, true, decodeConfig)
 	if errors.Is(err, engine.ErrNotFound) {
 		return engine.Config{}, fmt.Errorf("%w: %s has no %s: run \"pem init %s\" to create one", engine.ErrNoTree, s.dir, configFile, s.dir)
 	}
@@ -282,6 +283,12 @@ func decodeConfig(data []byte) (any, error) {
 	if err := Unmarshal(data, &cfg, KindConfig); err != nil {
 		return nil, err
 	}
+	return checkConfig(cfg)
+}
+
+// checkConfig checks a decoded pem.yaml (decodeConfig; the decoded cache's
+// value again).
+func checkConfig(cfg engine.Config) (any, error) {
 	if err := checkFormat(cfg.Format); err != nil {
 		return nil, err
 	}
