@@ -428,3 +428,48 @@ func TestConfigBinRoundTrip(t *testing.T) {
 		t.Fatal("the config cache files' fingerprint does not cover the defaults")
 	}
 }
+
+// FuzzDecodeConfigBin: the reflection decoder never panics, and what it
+// accepts encodes and decodes again to the same value.
+func FuzzDecodeConfigBin(f *testing.F) {
+	r := rand.New(rand.NewSource(17))
+	for i := 0; i < 6; i++ {
+		var c engine.Config
+		fillRandom(r, reflect.ValueOf(&c).Elem(), func() string { return randStr(r) }, i%2 == 0)
+		if b, ok := appendConfigBin(nil, c); ok {
+			f.Add(b)
+		}
+	}
+	if b, ok := appendConfigBin(nil, engine.DefaultConfig()); ok {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, ok := decodeConfigBin(data)
+		if !ok {
+			return
+		}
+		b, ok := appendConfigBin(nil, c)
+		if !ok {
+			t.Fatal("a decoded config was declined by the encoder")
+		}
+		d, ok := decodeConfigBin(b)
+		if !ok {
+			t.Fatal("a re-encoded config did not decode")
+		}
+		if !reflect.DeepEqual(unNaNConfig(c), unNaNConfig(d)) {
+			t.Fatalf("not the same config after a re-encode:\n%#v\n%#v", c, d)
+		}
+	})
+}
+
+// unNaNConfig replaces NaN floats of the policy (a fuzzed input may hold
+// them) by a number DeepEqual can compare.
+func unNaNConfig(c engine.Config) engine.Config {
+	v := reflect.ValueOf(&c.Policy).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Field(i); f.Kind() == reflect.Float64 && math.IsNaN(f.Float()) {
+			f.SetFloat(-12345)
+		}
+	}
+	return c
+}
