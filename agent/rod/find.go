@@ -29,8 +29,9 @@ var PathNames = []string{"chromium", "chromium-browser", "google-chrome", "googl
 // never takes it.
 var ShellNames = []string{"chromium-headless-shell", "chrome-headless-shell"}
 
-// ShellHint is what the error of a headful run given a headless shell says.
-const ShellHint = "unset PEM_CHROME (pem then takes the system Chromium for a window), or point it at a Chromium with a window"
+// ShellHint is what the error of a headful run given a headless shell ends
+// with; it holds InstallHint, so cmd/pem's exit table adds nothing.
+const ShellHint = "unset PEM_CHROME (pem then takes the system Chromium, which has a window), or " + InstallHint
 
 // debianLauncher is Debian's /usr/bin/chromium: a shell script that adds the
 // desktop's flags, extensions and API keys before it execs debianBinary. pem
