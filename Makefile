@@ -22,6 +22,7 @@ MODULE := github.com/pemdev/pem
 # pem process's start-up (docs/performance.md, start-up).
 PEM_TAGS ?= urfave_cli_no_docs
 CHROMIUM ?= /usr/lib/chromium/chromium
+CHROMIUM_SHELL ?= /usr/lib/chromium/chromium-headless-shell
 
 # go-rod must never fetch a browser or read flags of its own.
 export DISABLE_ROD_FLAG := 1
@@ -56,12 +57,18 @@ test-deps:
 	  else echo "make: shellcheck is missing (the workflow lint runs it): run 'sudo apt-get install -y shellcheck'" >&2; exit 1; fi; \
 	fi
 
-## chromium: the browser, all the demo needs besides Go
+## chromium: the browser, all the demo needs besides Go: Debian's chromium, and beside it its
+## headless shell (chromium-headless-shell), which pem prefers for headless runs (docs/agent.md)
 chromium:
 	@if [ -z "$${PEM_CHROME:-}" ] && [ ! -x "$(CHROMIUM)" ] && \
 	    [ -z "$$(for b in chromium chromium-browser google-chrome google-chrome-stable chrome; do command -v $$b || true; done)" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
-	  else echo "make: Chromium is missing ($(CHROMIUM)): run 'sudo apt-get install -y chromium', or set PEM_CHROME to a Chromium binary" >&2; exit 1; fi; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium chromium-headless-shell; \
+	  else echo "make: Chromium is missing ($(CHROMIUM)): run 'sudo apt-get install -y chromium chromium-headless-shell', or set PEM_CHROME to a Chromium binary" >&2; exit 1; fi; \
+	fi
+	@if [ -z "$${PEM_CHROME:-}" ] && [ ! -x "$(CHROMIUM_SHELL)" ] && command -v apt-get >/dev/null && \
+	    [ -z "$$(for b in chromium-headless-shell chrome-headless-shell; do command -v $$b || true; done)" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium-headless-shell; \
+	  else echo "make: Chromium's headless shell is missing ($(CHROMIUM_SHELL)); headless runs use the slower full Chromium until you run 'sudo apt-get install -y chromium-headless-shell'" >&2; fi; \
 	fi
 
 vet:

@@ -30,7 +30,7 @@ import (
 var browser *rod.Browser
 
 func TestMain(m *testing.M) {
-	if _, err := rod.Bin(""); err != nil {
+	if _, err := rod.Bin(rod.Options{}); err != nil {
 		fmt.Fprintf(os.Stderr, "install chromium: apt-get install chromium (%v)\n", err)
 		os.Exit(1)
 	}

@@ -1,9 +1,10 @@
 // Package rod is the go-rod adapter behind agent.Browser and agent.Page.
 //
 // Launch starts the system's Chromium or Google Chrome, found by Finder.Find:
-// $PEM_CHROME, else the usual names on PATH, else the usual install locations
-// of the OS (Debian's /usr/lib/chromium/chromium first on Linux); it never
-// downloads a browser. Chromium runs headless with
+// $PEM_CHROME, else for a headless run Chromium's headless shell (on PATH or
+// Debian's /usr/lib/chromium/chromium-headless-shell), else the usual names on
+// PATH, else the usual install locations of the OS (Debian's
+// /usr/lib/chromium/chromium first on Linux); it never downloads a browser. Chromium runs headless with
 // the closed-network flags, a fresh user-data-dir removed on Close, and leakless
 // on, so a killed pem leaves no Chromium behind. Every element lookup is
 // bounded by Options.Timeout (or the caller's deadline, if sooner) and every

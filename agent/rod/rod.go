@@ -39,8 +39,8 @@ var ErrNoChromium = errors.New("chromium not found")
 
 // Options configure Launch; the zero value means defaults.
 type Options struct {
-	Bin         string        // default: $PEM_CHROME, else found on PATH or in the usual places (Finder.Find)
-	Headful     bool          // show the window (needs a display)
+	Bin         string        // default: $PEM_CHROME, else the headless shell (headless runs), else found on PATH or in the usual places (Finder.Find)
+	Headful     bool          // show the window (needs a display, and a browser with one: never the headless shell)
 	Timeout     time.Duration // element lookups; default DefaultTimeout
 	UserDataDir string        // kept on Close when set; default: a fresh temp dir removed on Close
 }
@@ -56,14 +56,14 @@ type Browser struct {
 
 var _ agent.Browser = (*Browser)(nil)
 
-// Bin resolves the browser binary as Launch does (SystemFinder().Find).
-func Bin(opt string) (string, error) {
-	return SystemFinder().Find(opt)
+// Bin resolves the browser binary Launch(o) would start (SystemFinder().Find).
+func Bin(o Options) (string, error) {
+	return SystemFinder().Find(o.Bin, o.Headful)
 }
 
 // Launch starts Chromium and connects to it. ctx bounds the launch only.
 func Launch(ctx context.Context, o Options) (*Browser, error) {
-	bin, err := Bin(o.Bin)
+	bin, err := Bin(o)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -29,15 +30,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv("PEM_LEAK_CHILD") == "1" { // see TestKilledProcessLeavesNoChromium
 		os.Exit(m.Run())
 	}
-	if _, err := Bin(""); err != nil {
-		fmt.Fprintf(os.Stderr, "install chromium: apt-get install chromium (%v)\n", err)
+	bin, err := Bin(Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "install chromium: apt-get install chromium chromium-headless-shell (%v)\n", err)
 		os.Exit(1)
 	}
+	fmt.Fprintln(os.Stderr, "agent/rod: the tests' browser is", bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	b, err := Launch(ctx, Options{})
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "install chromium: apt-get install chromium (launch: %v)\n", err)
+		fmt.Fprintf(os.Stderr, "install chromium: apt-get install chromium chromium-headless-shell (launch %s: %v)\n", bin, err)
 		os.Exit(1)
 	}
 	shared = b
@@ -828,5 +831,50 @@ func TestDemoSite(t *testing.T) {
 		if !ok || !demosite.Check(task, lv.Value) {
 			t.Errorf("%s on %s: label %q → %+v (want %q)\npairs: %+v", task.ID, p.URL(), a.label, lv, task.Expected, pairs)
 		}
+	}
+}
+
+// On this machine's real binaries: with PEM_CHROME unset a headless Launch
+// starts Debian's headless shell when it is installed (the process's own
+// executable says so), and a headful one would start the system Chromium.
+func TestLaunchHeadlessShell(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/PID/exe is Linux's")
+	}
+	t.Setenv("PEM_CHROME", "")
+	if _, err := os.Stat(debianShell); err != nil {
+		t.Skipf("Debian's headless shell is not installed (%v): apt-get install chromium-headless-shell", err)
+	}
+	if got, err := Bin(Options{}); err != nil || got != debianShell {
+		t.Errorf("Bin(headless) = %q, %v; want %s", got, err, debianShell)
+	}
+	if _, err := os.Stat(debianBinary); err == nil {
+		if got, err := Bin(Options{Headful: true}); err != nil || got != debianBinary {
+			t.Errorf("Bin(headful) = %q, %v; want %s", got, err, debianBinary)
+		}
+	}
+	for _, c := range []struct{ env, want string }{{"", debianShell}, {debianBinary, debianBinary}} {
+		if c.env != "" {
+			if _, err := os.Stat(c.env); err != nil {
+				continue
+			}
+		}
+		t.Setenv("PEM_CHROME", c.env)
+		b, err := Launch(context.Background(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", b.PID()))
+		if err != nil || exe != c.want {
+			t.Errorf("PEM_CHROME=%q: the launched process runs %q (%v), want %s", c.env, exe, err, c.want)
+		}
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Setenv("PEM_CHROME", debianShell)
+	if _, err := Launch(context.Background(), Options{Headful: true}); !errors.Is(err, ErrNoChromium) ||
+		!strings.Contains(err.Error(), "is a headless shell") {
+		t.Errorf("headful on PEM_CHROME=%s: %v", debianShell, err)
 	}
 }

@@ -45,7 +45,7 @@ func TestParseTasks(t *testing.T) {
 
 func needChromium(t *testing.T) {
 	t.Helper()
-	if _, err := rod.Bin(""); err != nil {
+	if _, err := rod.Bin(rod.Options{}); err != nil {
 		t.Fatalf("install chromium: apt-get install chromium (%v)", err)
 	}
 }

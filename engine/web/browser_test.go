@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 func chromium(t *testing.T) *gorod.Browser {
 	t.Helper()
 	browserOnce.Do(func() {
-		if _, err := pemrod.Bin(""); err != nil {
+		if _, err := pemrod.Bin(pemrod.Options{}); err != nil {
 			browserErr = fmt.Errorf("install chromium: apt-get install chromium (%v)", err)
 			return
 		}
