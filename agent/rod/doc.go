@@ -50,7 +50,9 @@
 // stopped; a navigation that is ready to commit in a renderer kept busy by
 // the old page's own script cannot be (Chromium holds the stop, and a
 // Runtime.terminateExecution, until the commit), and the error says the
-// tab may still change. An action that does not navigate (a button) waits
+// tab may still change — also when the frame reports it stopped but the
+// page does not answer a trivial script (Chromium can report the stop and
+// commit later, once the script lets go). An action that does not navigate (a button) waits
 // for a quiet DOM only, as before; so does a link that opens another tab
 // or a download.
 //
