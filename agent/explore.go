@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pemdev/pem/engine"
 )
@@ -81,6 +82,7 @@ type goal struct {
 	ordinals []int    // first, second, … in task order
 	words    map[string]bool
 	literals []string   // versions and identifiers, kept whole (8.1.0, SECRET_KEY)
+	names    []string   // proper names the task is about (Django): the answer's block or its headings must say them
 	typ      AnswerType // what kind of value is asked for
 	weak     bool       // targets are weak words, matched in link texts as they are
 }
@@ -178,7 +180,46 @@ func parseGoal(task, startURL string) goal {
 		}
 	}
 	g.targets = append(append([]string{}, g.attr...), g.entity...)
+	for _, n := range taskNames(text) {
+		if !context[n] && !skip[n] && !litParts[n] && !contains(g.names, n) {
+			g.names = append(g.names, n)
+		}
+	}
 	return g
+}
+
+// nameRe finds capitalised words; taskNames keeps those that do not start
+// a sentence.
+var nameRe = engine.LazyRE(`\p{Lu}\p{Ll}+`)
+
+// taskNames returns the stems of the task's proper names: words written
+// with a capital inside a sentence ("… called in Django?", "Which Python
+// version …"). A block about the same thing under another name's heading
+// (Jinja's loop variable, asked for Django's) must not answer the task:
+// readPage requires each name in the block, its headings or the page's
+// title. Literals (Environment.overlay) are matched whole elsewhere.
+func taskNames(text string) []string {
+	var out []string
+	for _, m := range nameRe.FindAllStringIndex(text, -1) {
+		i, j := m[0], m[1]
+		opening := func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune("(\"'“‘", r) }
+		if r, _ := utf8.DecodeLastRuneInString(text[:i]); i > 0 && !opening(r) {
+			continue // inside a word or a literal (maxTurns, Environment.overlay)
+		}
+		if r, _ := utf8.DecodeRuneInString(text[j:]); j < len(text) && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' ||
+			r == '.' && j+1 < len(text) && !unicode.IsSpace(rune(text[j+1]))) {
+			continue // an identifier or a literal (PyPI, SECRET_Key, Environment.overlay)
+		}
+		before := strings.TrimRightFunc(text[:i], opening)
+		if r, _ := utf8.DecodeLastRuneInString(before); before == "" || strings.ContainsRune(".?!:", r) {
+			continue // the first word of a sentence
+		}
+		t := stem(strings.ToLower(text[i:j]))
+		if !stopWords[t] && !contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // stems splits s into lower-case words and strips common English endings,
@@ -411,7 +452,7 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 	// (the block under the heading that matches the task); else follow the
 	// best link; else go back and try the next-best link; else the best
 	// partial value.
-	best, full, asked := bestValue(s.Labels, g)
+	best, full, asked := bestValue(s.Labels, g, s.Title)
 	answer := func(lv LabelValue) Action {
 		v, ok := h.here[lv.Label]
 		if (!ok && placeholder(lv.Value) || ok && placeholder(v)) && waitedHere(s) < 3 && !last {
@@ -566,10 +607,15 @@ func wantsText(g goal) bool {
 // only of other task words, such as "Saturday" for "opening hours on
 // Saturday", is a partial answer); full is true when it carries all the
 // asked-for words, asked when it carries at least one.
-func bestValue(labels []LabelValue, g goal) (best *LabelValue, full, asked bool) {
+//
+// A task's proper names (g.names) must be in the label, its value or the
+// page's title: "loop.index" on Jinja's page does not answer what Django
+// calls its loop variable.
+func bestValue(labels []LabelValue, g goal, title string) (best *LabelValue, full, asked bool) {
 	var bA, bE int
 	var bP float64
 	seenLabel := map[string]bool{}
+	titled := setOfStems(title)
 	for i := range labels {
 		lv := &labels[i]
 		if seenLabel[lv.Label] {
@@ -579,6 +625,16 @@ func bestValue(labels []LabelValue, g goal) (best *LabelValue, full, asked bool)
 		lt := contentStems(lv.Label)
 		if len(lt) == 0 {
 			continue
+		}
+		if len(g.names) > 0 {
+			own := setOfStems(lv.Label + " " + lv.Value)
+			named := true
+			for _, n := range g.names {
+				named = named && (own[n] || titled[n])
+			}
+			if !named {
+				continue
+			}
 		}
 		a, e := 0, 0
 		for _, t := range dedupe(lt) {

@@ -11,8 +11,10 @@ import (
 // How the explore planner reads a page before it leaves it: it scores the
 // page's blocks (State.Blocks) by the task's words found in the block and
 // in the heading it sits under, keeps only blocks that hold a value of the
-// asked type (AskedType) and every literal of the task (a version such as
-// 8.1.0, an identifier such as MAX_SIZE), and reads the best one. Nothing
+// asked type (AskedType), every literal of the task (a version such as
+// 8.1.0, an identifier such as MAX_SIZE) and every proper name of it (in
+// the block, its headings or the page's title: "… in Django?"), and reads
+// the best one. Nothing
 // here knows a site: only the page's structure and the task's words.
 
 // literalRe finds the task's literal tokens, kept whole: ISO dates,
@@ -134,6 +136,18 @@ func readPage(s *State, g goal) (readPick, bool) {
 		// The page's title heads every block: a task word there (the
 		// project's name) is the block's context too.
 		ctx := setOfStems(b.Under + " " + s.Title)
+		// A proper name of the task (Django) that neither the block nor
+		// its place names: the block is about something else.
+		named := true
+		for _, n := range g.names {
+			if !own[n] && !ctx[n] {
+				named = false
+				break
+			}
+		}
+		if !named {
+			continue
+		}
 		near := setOfStems(nearest)
 		hit, ownHit, inHead, nearHit := 0.0, 0.0, 0.0, 0.0
 		for t, w := range weight {
