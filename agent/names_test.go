@@ -30,8 +30,8 @@ func TestTaskNames(t *testing.T) {
 // heading is, and so is one whose page title carries the name.
 func TestReadPageNeedsTheTasksNames(t *testing.T) {
 	task := "What is the special loop variable called in Django?"
-	jinja := Block{Selector: "#loop-index", Tag: "dd", Text: "The current iteration of the loop. (1 indexed)",
-		Under: "Template Designer Documentation" + HeadingSep + "Special Variables" + HeadingSep + "loop.index"}
+	jinja := Block{Selector: "#for-loop", Tag: "p", Text: "Inside of a for-loop block, the special variable called loop holds the loop's state.",
+		Under: "Template Designer Documentation" + HeadingSep + "List of Control Structures" + HeadingSep + "For"}
 	django := Block{Selector: "#django-loops", Tag: "p",
 		Text:  "In Django, the special variable for the loop is called forloop. In Jinja, it is called loop.",
 		Under: "Switching from other Template Engines" + HeadingSep + "Django" + HeadingSep + "Loops"}
@@ -43,6 +43,11 @@ func TestReadPageNeedsTheTasksNames(t *testing.T) {
 	if pick, ok := readPage(s, g); ok {
 		t.Fatalf("read %v on a page that never names Django", pick.sels)
 	}
+	unnamed := g
+	unnamed.names = nil
+	if _, ok := readPage(s, unnamed); !ok {
+		t.Fatal("without the name rule the block is not read either: the test proves nothing")
+	}
 	s.Blocks = []Block{jinja, django}
 	if pick, ok := readPage(s, g); !ok || !slices.Equal(pick.sels, []string{"#django-loops"}) {
 		t.Fatalf("readPage = %v, %v; want the Django section's block", pick.sels, ok)
@@ -51,5 +56,28 @@ func TestReadPageNeedsTheTasksNames(t *testing.T) {
 	s = &State{Task: task, Title: "Django templates", Blocks: []Block{jinja}}
 	if _, ok := readPage(s, g); !ok {
 		t.Fatal("a block on a page titled with the name was not read")
+	}
+}
+
+// TestBestValueNeedsTheTasksNames: a labelled value whose label carries
+// the task's words but not its proper name is no answer, unless the page's
+// title names it.
+func TestBestValueNeedsTheTasksNames(t *testing.T) {
+	g := parseGoal("What is the loop variable called in Django?", "http://127.0.0.1:8080/html/templates.html")
+	labels := []LabelValue{{Label: "loop variable", Value: "loop", Selector: "#v"}}
+	if best, _, _ := bestValue(labels, g, "Template Designer Documentation — Jinja"); best != nil {
+		t.Fatalf("bestValue = %+v on a page that never names Django", best)
+	}
+	unnamed := g
+	unnamed.names = nil
+	if best, _, _ := bestValue(labels, unnamed, ""); best == nil {
+		t.Fatal("without the name rule the value is not picked either: the test proves nothing")
+	}
+	if best, _, _ := bestValue(labels, g, "Django templates"); best == nil {
+		t.Fatal("a value on a page titled with the name was not picked")
+	}
+	labels = append(labels, LabelValue{Label: "Django's loop variable", Value: "forloop", Selector: "#d"})
+	if best, _, _ := bestValue(labels, g, ""); best == nil || best.Value != "forloop" {
+		t.Fatalf("bestValue = %+v, want Django's", best)
 	}
 }
