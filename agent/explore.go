@@ -511,7 +511,9 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 	}
 	// A value of only some of the asked words; where the page can be read,
 	// only when the task asks for no particular kind of value.
-	partial := best != nil && !signing && (len(s.Blocks) == 0 || g.typ == AnyAnswer)
+	// At least half of the asked words: "command" alone is no answer to
+	// which class invokes commands as command line scripts.
+	partial := best != nil && !signing && (len(s.Blocks) == 0 || g.typ == AnyAnswer) && 2*askedIn(best.Label, g) >= len(g.attr)
 	// No link carries the task's words: the site's search, once per run,
 	// with the task's literal or its content words.
 	if !last && !partial && !signing && len(s.Blocks) > 0 && g.query == "" && !searchedOnce(s) {
@@ -626,6 +628,12 @@ func bestValue(labels []LabelValue, g goal, title string) (best *LabelValue, ful
 		if len(lt) == 0 {
 			continue
 		}
+		if identLabel(lv.Label) && !namesLiteral(lv.Label, g.literals) {
+			// A term that is an API name (click.shell_completion.CompletionItem:
+			// a definition list's entry, not a "label: value" pair) answers
+			// only a task that names it.
+			continue
+		}
 		if len(g.names) > 0 {
 			own := setOfStems(lv.Label + " " + lv.Value)
 			named := true
@@ -657,6 +665,33 @@ func bestValue(labels []LabelValue, g goal, title string) (best *LabelValue, ful
 		}
 	}
 	return best, best != nil && bA == len(g.attr), bA > 0
+}
+
+// askedIn counts the asked-for words of g in a label.
+func askedIn(label string, g goal) int {
+	n := 0
+	for _, t := range dedupe(contentStems(label)) {
+		if contains(g.attr, t) {
+			n++
+		}
+	}
+	return n
+}
+
+// identRe is a dotted or underscored identifier, the whole of a label.
+var identRe = engine.LazyRE(`^[A-Za-z_][A-Za-z0-9_]*(?:[._][A-Za-z0-9_]+)+(?:\(\))?$`)
+
+// identLabel reports whether a label is an API name rather than words.
+func identLabel(label string) bool { return identRe.MatchString(strings.TrimSpace(label)) }
+
+// namesLiteral reports whether label holds one of the task's literals.
+func namesLiteral(label string, literals []string) bool {
+	for _, l := range literals {
+		if hasLiteral(label, l) {
+			return true
+		}
+	}
+	return false
 }
 
 func dedupe(xs []string) []string {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"slices"
 	"testing"
 )
@@ -79,5 +80,39 @@ func TestBestValueNeedsTheTasksNames(t *testing.T) {
 	labels = append(labels, LabelValue{Label: "Django's loop variable", Value: "forloop", Selector: "#d"})
 	if best, _, _ := bestValue(labels, g, ""); best == nil || best.Value != "forloop" {
 		t.Fatalf("bestValue = %+v, want Django's", best)
+	}
+}
+
+// TestWeakLabelsAnswerNothing: on an API page, a labelled value whose
+// label is an API name the task does not name, or that carries fewer than
+// half of the asked-for words, is not the answer (Debian's Click docs:
+// "CompletionItem" for which shells complete, "the Command for this
+// context." for which class invokes commands in tests). A label that
+// carries the asked words still answers.
+func TestWeakLabelsAnswerNothing(t *testing.T) {
+	page := func(task string, labels ...LabelValue) *State {
+		return &State{Task: task, URL: "http://127.0.0.1:8080/html/api.html", Title: "API — Docs",
+			Labels: labels, Blocks: []Block{{Selector: "#p", Tag: "p", Text: "Unrelated prose.", Under: "API"}}}
+	}
+	for _, c := range []struct {
+		task  string
+		label LabelValue
+		want  bool // answered from the label
+	}{
+		{"Which shells does it support for tab completion?", LabelValue{"click.shell_completion.CompletionItem", "CompletionItem", "#c"}, false},
+		{"Which class invokes commands as command line scripts in tests?", LabelValue{"command", "the Command for this context.", "#k"}, false},
+		{"Which parameter sets the prefix for automatic environment variables?", LabelValue{"Parameters", "mode (str) – encoding (Optional[str])", "#p"}, false},
+		{"What does shell_completion.CompletionItem hold?", LabelValue{"shell_completion.CompletionItem", "A completion value.", "#c"}, true},
+		{"What is the default branch?", LabelValue{"Default branch", "main", "#b"}, true},
+	} {
+		s := page(c.task, c.label)
+		a, err := NewExplore().Next(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := a.Tool == "extract" && a.Value == c.label.Label || a.Tool == "done" && a.Value == c.label.Value
+		if got != c.want {
+			t.Errorf("%q with label %q: next action %+v; answered from the label: %v, want %v", c.task, c.label.Label, a, got, c.want)
+		}
 	}
 }
