@@ -511,9 +511,14 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 	}
 	// A value of only some of the asked words; where the page can be read,
 	// only when the task asks for no particular kind of value.
-	// At least half of the asked words: "command" alone is no answer to
-	// which class invokes commands as command line scripts.
-	partial := best != nil && !signing && (len(s.Blocks) == 0 || g.typ == AnyAnswer) && 2*askedIn(best.Label, g) >= len(g.attr)
+	// A label that names the task's item (only its other words: "Saturday"
+	// for the opening hours on Saturday), or carries at least half of the
+	// asked words: "command" alone is no answer to which class invokes
+	// commands as command line scripts.
+	partial := best != nil && !signing && (len(s.Blocks) == 0 || g.typ == AnyAnswer)
+	if n := askedIn(best, g); partial && n > 0 && 2*n < len(g.attr) {
+		partial = false
+	}
 	// No link carries the task's words: the site's search, once per run,
 	// with the task's literal or its content words.
 	if !last && !partial && !signing && len(s.Blocks) > 0 && g.query == "" && !searchedOnce(s) {
@@ -667,10 +672,13 @@ func bestValue(labels []LabelValue, g goal, title string) (best *LabelValue, ful
 	return best, best != nil && bA == len(g.attr), bA > 0
 }
 
-// askedIn counts the asked-for words of g in a label.
-func askedIn(label string, g goal) int {
+// askedIn counts the asked-for words of g in a value's label.
+func askedIn(lv *LabelValue, g goal) int {
+	if lv == nil {
+		return 0
+	}
 	n := 0
-	for _, t := range dedupe(contentStems(label)) {
+	for _, t := range dedupe(contentStems(lv.Label)) {
 		if contains(g.attr, t) {
 			n++
 		}
