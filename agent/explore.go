@@ -511,13 +511,17 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 	}
 	// A value of only some of the asked words; where the page can be read,
 	// only when the task asks for no particular kind of value.
-	// A label that names the task's item (only its other words: "Saturday"
-	// for the opening hours on Saturday), or carries at least half of the
-	// asked words: "command" alone is no answer to which class invokes
-	// commands as command line scripts.
+	// A label that carries at least half of the asked words, or names the
+	// task's item (every one of its other words: "Saturday" for the opening
+	// hours on Saturday) on a page that left nothing else to try: "command"
+	// alone is no answer to which class invokes commands as command line
+	// scripts, nor "response", read on the last turn, to which parameter
+	// tells Requests to stop waiting for a response.
 	partial := best != nil && !signing && (len(s.Blocks) == 0 || g.typ == AnyAnswer)
-	if n := askedIn(best, g); partial && n > 0 && 2*n < len(g.attr) {
-		partial = false
+	if partial {
+		if n := askedIn(best, g); n == 0 && (last || !namesItem(best, g)) || n > 0 && 2*n < len(g.attr) {
+			partial = false
+		}
 	}
 	// No link carries the task's words: the site's search, once per run,
 	// with the task's literal or its content words.
@@ -684,6 +688,18 @@ func askedIn(lv *LabelValue, g goal) int {
 		}
 	}
 	return n
+}
+
+// namesItem reports whether a value's label carries every word of the
+// task's item (g.entity).
+func namesItem(lv *LabelValue, g goal) bool {
+	words := setOfStems(lv.Label)
+	for _, t := range g.entity {
+		if !words[t] {
+			return false
+		}
+	}
+	return len(g.entity) > 0
 }
 
 // identRe is a dotted or underscored identifier, the whole of a label.

@@ -116,3 +116,30 @@ func TestWeakLabelsAnswerNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestPartialNeedsTheWholeItem: a partial value whose label has none of the
+// asked words answers only when it names the whole item — "Saturday" for
+// the opening hours on Saturday, not "response" for the parameter that
+// tells Requests to stop waiting for a response (Debian's Requests docs).
+func TestPartialNeedsTheWholeItem(t *testing.T) {
+	for _, c := range []struct {
+		task  string
+		label LabelValue
+		turn  int
+		want  bool
+	}{
+		{"What are the opening hours on Saturday?", LabelValue{"Saturday", "10:00–16:00", "#s"}, 2, true},
+		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"response", "The response generated from a Request.", "#r"}, 25, false},
+		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"parameter to stop waiting", "timeout", "#t"}, 25, true},
+	} {
+		s := &State{Task: c.task, URL: "http://127.0.0.1:8080/", Title: "Docs", Labels: []LabelValue{c.label}, Turn: c.turn, MaxTurns: 25}
+		a, err := NewExplore().Next(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := a.Tool == "extract" && a.Value == c.label.Label || a.Tool == "done" && a.Value == c.label.Value
+		if got != c.want {
+			t.Errorf("%q with label %q: next action %+v; answered from the label: %v, want %v", c.task, c.label.Label, a, got, c.want)
+		}
+	}
+}
