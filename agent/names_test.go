@@ -132,7 +132,7 @@ func TestPartialNeedsTheWholeItem(t *testing.T) {
 		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"response", "The response generated from a Request.", "#r"}, 25, false},
 		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"parameter to stop waiting", "timeout", "#t"}, 25, true},
 	} {
-		s := &State{Task: c.task, URL: "http://127.0.0.1:8080/", Title: "Docs", Labels: []LabelValue{c.label}, Turn: c.turn, MaxTurns: 25}
+		s := &State{Task: c.task, URL: "http://127.0.0.1:8080/", Title: "Requests documentation", Labels: []LabelValue{c.label}, Turn: c.turn, MaxTurns: 25}
 		a, err := NewExplore().Next(context.Background(), s)
 		if err != nil {
 			t.Fatal(err)
