@@ -163,3 +163,56 @@ func TestPutBatch(t *testing.T) {
 		t.Fatalf("a failed batch changed the site entry:\n%s", got)
 	}
 }
+
+// TestPutBatchCacheAhead: the decoded cache of a batch's experience is
+// written while the batch runs, before its files are placed; when the batch
+// then fails, the cache files written ahead hold values that never reached
+// the YAML files, and a new process reads the YAML files' values, never
+// those.
+func TestPutBatchCacheAhead(t *testing.T) {
+	ctx := context.Background()
+	s := testStore(t, nil)
+	x := func(k string, n int) *engine.Experience {
+		return &engine.Experience{Format: 1, Domain: "a.example", Intent: k, IntentKey: k, Attempts: n, Successes: n}
+	}
+	if _, err := s.PutRecords(ctx, nil, []*engine.Experience{x("one", 1), x("two", 1)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cachePath := filepath.Join(s.Root(), filepath.FromSlash(decodedPath(ExperiencePath("a.example", "one"))))
+	before, err := os.ReadFile(cachePath)
+	if err != nil {
+		t.Fatalf("no decoded cache after PutRecords: %v", err)
+	}
+	// experience/a.example/two.yaml becomes a symlink: the batch refuses
+	// it before placing anything.
+	two := filepath.Join(s.Root(), filepath.FromSlash(ExperiencePath("a.example", "two")))
+	if err := os.Remove(two); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere.yaml"), two); err != nil {
+		t.Fatal(err)
+	}
+	_, cached, err := s.PutBatch(ctx, nil, nil, []*engine.Experience{x("one", 7), x("two", 7)}, nil)
+	cached()
+	if err == nil {
+		t.Fatal("PutBatch wrote through a symlink")
+	}
+	after, err := os.ReadFile(cachePath)
+	if err != nil || bytes.Equal(after, before) {
+		t.Fatalf("the decoded cache was not written ahead of the batch (%v): the test proves nothing", err)
+	}
+	fresh, err := Open(s.Root(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	for _, read := range []func() (*engine.Experience, error){
+		func() (*engine.Experience, error) { return fresh.Experience(ctx, "a.example", "one") },
+		func() (*engine.Experience, error) { return fresh.ExperienceShared(ctx, "a.example", "one") },
+	} {
+		got, err := read()
+		if err != nil || got.Attempts != 1 {
+			t.Fatalf("after a failed batch: %+v, %v; want the value the YAML file holds (1 attempt), not the one cached ahead (7)", got, err)
+		}
+	}
+}
