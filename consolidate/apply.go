@@ -266,12 +266,11 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 		}
 		testHookWrite()
 	})
-	// The decoded cache of the experience is written while the batch waits
-	// for its fsyncs (store.PutBatch) and the expired traces are deleted
-	// (the plan's records do not change after this), and waited for before
-	// the commits: overlapping the commit it took ~1 s of CPU more in all
-	// and made the commit step 0.62–0.72× git instead of 0.45–0.53×
-	// (docs/performance.md, the third round).
+	// The decoded cache of the experience written is written while the
+	// expired traces are deleted (the plan's records do not change after
+	// this), and waited for before the commits: overlapping the commit it
+	// took ~1 s of CPU more in all and made the commit step 0.62–0.72× git
+	// instead of 0.45–0.53× (docs/performance.md, the third round).
 	waited := false
 	waitCached := func() {
 		if !waited {

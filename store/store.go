@@ -596,10 +596,9 @@ func (s *Store) PutRecords(ctx context.Context, facts []*engine.Facts, experienc
 }
 
 // PutRecordsCaching is PutRecords, except that the decoded cache of the
-// experience (decodedwrite.go: best effort, never what a reader trusts
-// without checking; written while the batch runs) may still be being
-// written when it returns, with or without an error; cached waits for
-// that. The records must not change until cached returns.
+// experience placed (decodedwrite.go: best effort, never what a reader
+// trusts without checking) may still be being written when it returns;
+// cached waits for that. The records must not change until cached returns.
 func (s *Store) PutRecordsCaching(ctx context.Context, facts []*engine.Facts, experience []*engine.Experience, placed func(rel string)) (rels []string, cached func(), err error) {
 	return s.PutBatch(ctx, nil, facts, experience, placed)
 }
@@ -663,28 +662,16 @@ func (s *Store) PutBatch(ctx context.Context, sites []*engine.Site, facts []*eng
 		return nil, cached, err
 	}
 	ns, nf := len(sites), len(sites)+len(facts)
-	// The decoded cache of the experience is written while the batch waits
-	// for its fsyncs, not after: each cache file is keyed by the SHA-256 of
-	// the bytes it was made from and believed only when the YAML file holds
-	// those bytes (decodedwrite.go), so one written before its file is
-	// placed — or for a file the batch then fails to place, or finds
-	// unchanged — is never served stale. (After the batch it took 0.2–0.8 s
-	// of wall alone at 1,000 entries: docs/performance.md, the fourth round.)
-	ahead := make([]*fileWrite, len(writes)-nf)
-	for i, w := range writes[nf:] {
-		ahead[i] = &fileWrite{rel: w.rel, data: w.data, placed: true}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.cacheWritten(ahead, experience)
-	}()
-	cached = func() { <-done }
 	groups := [][]*fileWrite{writes[:ns], writes[ns:nf], writes[nf:]}
 	if err := s.writeGroups(ctx, groups, s.onPlaced(placed)); err != nil {
 		return nil, cached, fmt.Errorf("saving records: %w", err)
 	}
-	return relsOf(writes), cached, nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.cacheWritten(writes[nf:], experience)
+	}()
+	return relsOf(writes), func() { <-done }, nil
 }
 
 // recordBytes is v's canonical bytes for rel, checked as every write of a
