@@ -723,7 +723,11 @@ func consolidate(dir string, n, newer int) {
 		gitIndex(dir, idx, "update-ref", "refs/pem/state", commit)
 	})
 	os.Remove(idx)
-	rows = append(rows, row{fmt.Sprintf("consolidate %s new into %s, commit included (%d files changed on main, %d on refs/pem/state)", thousands(newer), thousands(n), files, stateFiles),
+	shape := "every experience entry with its decoded cache, as weeks of consolidation leave it"
+	if !steady {
+		shape = "the tree as generated and settled (-steady=false)"
+	}
+	rows = append(rows, row{fmt.Sprintf("consolidate %s new into %s, commit included (%d files changed on main, %d on refs/pem/state; %s)", thousands(newer), thousands(n), files, stateFiles, shape),
 		fmt.Sprintf("%s (CPU %s), %s; commit step %s", sec(c.wall), sec(c.cpu), mib(c.rssKB), sec(commitStep)),
 		fmt.Sprintf("the same change by `git add -A && git commit` %s on main + %s on the state's own index (`add -A`, `write-tree`, `commit-tree`, `update-ref`) = %s", sec(g), sec(gs), sec(g+gs)),
 		fmt.Sprintf("commit step %.2f× git (whole run %.2f×)", ratio(commitStep, g+gs), ratio(c.wall, g+gs)), "≤ 2 s, ≤ 200 MB; commit ≤ 0.5× git"})
