@@ -12,7 +12,7 @@
 //	go run ./store/treegen/benchscale -keep /tmp/bs   # keep the trees (reused next time)
 //	go run ./store/treegen/benchscale -only log,startup   # some rows only
 //	go run ./store/treegen/benchscale -pem /tmp/old/pem   # another build of pem (compare two versions under one harness)
-//	go run ./store/treegen/benchscale -scale full -only consolidate -steady   # the row with every entry's decoded cache
+//	go run ./store/treegen/benchscale -scale full -only consolidate -steady=false   # that row on the tree as generated
 //
 // Wall times on a shared machine move with its load (printed with the
 // table); CPU times (user + system of the process) move much less.
@@ -74,7 +74,7 @@ func main() {
 	keep := flag.String("keep", os.Getenv("BENCH_SCALE_DIR"), "keep the trees in `DIR` (reused when present) instead of a temporary directory")
 	only := flag.String("only", os.Getenv("ROWS"), "run only these `ROWS` (comma-separated: startup,query,evidence,save,warm,deeplearn,consolidate,log)")
 	bin := flag.String("pem", os.Getenv("PEM_BIN"), "measure this pem `BINARY` instead of building ./cmd/pem (the harness stays this one)")
-	flag.BoolVar(&steady, "steady", false, "consolidate row: first give every experience entry of the big tree the decoded cache that weeks of consolidation leave (default: the tree as generated and settled, as earlier rounds measured it; docs/performance.md, the fourth round)")
+	flag.BoolVar(&steady, "steady", true, "consolidate row: first give every experience entry of the big tree the decoded cache that weeks of consolidation leave (false: the tree as generated and settled, as rounds before the fourth measured it; docs/performance.md)")
 	flag.Parse()
 	want := func(name string) bool {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
@@ -748,9 +748,9 @@ func consolidate(dir string, n, newer int) {
 		gitIndex(dir, idx, "update-ref", "refs/pem/state", commit)
 	})
 	os.Remove(idx)
-	shape := "the tree as generated and settled"
-	if steady {
-		shape = "-steady: every experience entry with its decoded cache, as weeks of consolidation leave it"
+	shape := "steady state: every experience entry with its decoded cache, as weeks of consolidation leave it"
+	if !steady {
+		shape = "-steady=false: the tree as generated and settled"
 	}
 	rows = append(rows, row{fmt.Sprintf("consolidate %s new into %s, commit included (%d files changed on main, %d on refs/pem/state; %s)", thousands(newer), thousands(n), files, stateFiles, shape),
 		fmt.Sprintf("%s (CPU %s), %s; commit step %s", sec(c.wall), sec(c.cpu), mib(c.rssKB), sec(commitStep)),
