@@ -11,6 +11,8 @@
 //	go run ./store/treegen/benchscale -scale full     # the issue's sizes: tens of minutes
 //	go run ./store/treegen/benchscale -keep /tmp/bs   # keep the trees (reused next time)
 //	go run ./store/treegen/benchscale -only log,startup   # some rows only
+//	go run ./store/treegen/benchscale -pem /tmp/old/pem   # another build of pem (compare two versions under one harness)
+//	go run ./store/treegen/benchscale -scale full -only consolidate -steady=false   # that row on the tree as generated
 //
 // Wall times on a shared machine move with its load (printed with the
 // table); CPU times (user + system of the process) move much less.
@@ -58,14 +60,21 @@ type row struct{ figure, pem, baseline, ratio, goal string }
 var (
 	rows    []row
 	pem     string // the binary
+	steady  bool   // -steady: the consolidate row's tree with every experience entry's decoded cache
 	work    string
 	cleanup = func() {}
 )
 
 func main() {
+	if dir := os.Getenv(fillEnv); dir != "" {
+		fillDecodedHere(dir) // the child fillDecoded starts
+		return
+	}
 	scale := flag.String("scale", envOr("SCALE", "small"), "small (a few minutes) or full (the issue's sizes: tens of minutes)")
 	keep := flag.String("keep", os.Getenv("BENCH_SCALE_DIR"), "keep the trees in `DIR` (reused when present) instead of a temporary directory")
 	only := flag.String("only", os.Getenv("ROWS"), "run only these `ROWS` (comma-separated: startup,query,evidence,save,warm,deeplearn,consolidate,log)")
+	bin := flag.String("pem", os.Getenv("PEM_BIN"), "measure this pem `BINARY` instead of building ./cmd/pem (the harness stays this one)")
+	flag.BoolVar(&steady, "steady", true, "consolidate row: first give every experience entry of the big tree the decoded cache that weeks of consolidation leave (false: the tree as generated and settled, as rounds before the fourth measured it; docs/performance.md)")
 	flag.Parse()
 	want := func(name string) bool {
 		return *only == "" || slices.Contains(strings.Split(*only, ","), name)
@@ -94,12 +103,20 @@ func main() {
 	start := time.Now()
 	load0 := treegen.LoadAverage()
 	pem = filepath.Join(work, "pem")
-	logf("building pem into %s", pem)
-	// Built as the release and make build build it: static (CGO_ENABLED=0), without urfave/cli's doc writers.
-	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", pem, "./cmd/pem")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fatalf("go build ./cmd/pem (run from the repository root): %v\n%s", err, out)
+	if *bin != "" {
+		var err error
+		if pem, err = filepath.Abs(*bin); err != nil {
+			fatalf("-pem %s: %v", *bin, err)
+		}
+		logf("measuring %s (not built)", pem)
+	} else {
+		logf("building pem into %s", pem)
+		// Built as the release and make build build it: static (CGO_ENABLED=0), without urfave/cli's doc writers.
+		build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", pem, "./cmd/pem")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			fatalf("go build ./cmd/pem (run from the repository root): %v\n%s", err, out)
+		}
 	}
 	ctx := context.Background()
 
@@ -571,8 +588,99 @@ func settle(dir string) {
 	}
 	logf("consolidating the generated tree once, then refreshing its summary cache (untimed)")
 	proc(dir, pem, "--knowledge", dir, "consolidate", "--now", treegen.Base.Format(time.RFC3339))
+	if steady && fillDecoded(dir) {
+		// The files fillDecoded rewrote are younger than the summary
+		// cache: one more pass re-reads them (through their decoded cache).
+		time.Sleep(2100 * time.Millisecond)
+		proc(dir, pem, "--knowledge", dir, "consolidate", "--now", treegen.Base.Format(time.RFC3339))
+	}
 	time.Sleep(2100 * time.Millisecond)
 	proc(dir, pem, "--knowledge", dir, "consolidate", "--now", treegen.Base.Format(time.RFC3339))
+}
+
+// fillDecoded gives every experience entry of dir the decoded cache file a
+// consolidation leaves for the experience it writes (store.PutRecords:
+// keyed by the bytes' SHA-256, so it survives cp -a), once per tree
+// (false: done before). A tree consolidated for weeks has one for every
+// entry its runs touched, since each was written by an earlier run; the
+// generated tree has none, and the settling pass leaves the ~6,000
+// entries it finds unchanged without one — then the measured run decodes
+// the YAML of most entries its new traces touch (docs/performance.md,
+// "Consolidation", the fourth round). Each file is removed and written
+// again with the same bytes: nothing in git changes.
+func fillDecoded(dir string) bool {
+	mark := filepath.Join(dir, ".git", "bench-decoded-filled")
+	if _, err := os.Stat(mark); err == nil {
+		return false
+	}
+	logf("-steady: writing every experience entry again with its decoded cache (untimed)")
+	// In a child process: the harness starts pem with vfork, and Linux
+	// reports as the child's peak RSS at least the parent's peak at the
+	// exec, so the ~10,000 records held here would show in the next
+	// measured run's RSS (335–350 MiB instead of ~170 MiB).
+	exe, err := os.Executable()
+	if err != nil {
+		fatalf("%v", err)
+	}
+	c := exec.Command(exe)
+	c.Env = append(os.Environ(), fillEnv+"="+dir)
+	if out, err := c.CombinedOutput(); err != nil {
+		fatalf("filling the decoded cache of %s: %v\n%s", dir, err, out)
+	}
+	if err := os.WriteFile(mark, nil, 0o644); err != nil {
+		fatalf("%v", err)
+	}
+	return true
+}
+
+// fillEnv names the tree a child started by fillDecoded fills.
+const fillEnv = "PEM_BENCH_FILL_DECODED"
+
+// fillDecodedHere is fillDecoded's work, in its own process.
+func fillDecodedHere(dir string) {
+	ctx := context.Background()
+	st, err := store.Open(dir, nil)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer st.Close()
+	domains, err := st.Domains(ctx)
+	if err != nil {
+		fatalf("domains: %v", err)
+	}
+	var xs []*engine.Experience
+	for _, d := range domains {
+		keys, err := st.ExperienceKeys(ctx, d)
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
+			fatalf("experience keys of %s: %v", d, err)
+		}
+		for _, k := range keys {
+			x, err := st.Experience(ctx, d, k)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			xs = append(xs, x)
+		}
+	}
+	before := make([][]byte, len(xs))
+	for i, x := range xs {
+		p := filepath.Join(dir, filepath.FromSlash(store.ExperiencePath(x.Domain, x.IntentKey)))
+		if before[i], err = os.ReadFile(p); err == nil {
+			err = os.Remove(p)
+		}
+		if err != nil {
+			fatalf("%v", err)
+		}
+	}
+	if _, err := st.PutRecords(ctx, nil, xs, nil); err != nil {
+		fatalf("rewriting the experience: %v", err)
+	}
+	for i, x := range xs {
+		p := filepath.Join(dir, filepath.FromSlash(store.ExperiencePath(x.Domain, x.IntentKey)))
+		if after, err := os.ReadFile(p); err != nil || !bytes.Equal(after, before[i]) {
+			fatalf("%s: rewritten with other bytes (%v): the tree is not the one generated", p, err)
+		}
+	}
 }
 
 // gitIndex runs git in dir with idx as its index (the state's own, as a git
@@ -640,7 +748,11 @@ func consolidate(dir string, n, newer int) {
 		gitIndex(dir, idx, "update-ref", "refs/pem/state", commit)
 	})
 	os.Remove(idx)
-	rows = append(rows, row{fmt.Sprintf("consolidate %s new into %s, commit included (%d files changed on main, %d on refs/pem/state)", thousands(newer), thousands(n), files, stateFiles),
+	shape := "steady state: every experience entry with its decoded cache, as weeks of consolidation leave it"
+	if !steady {
+		shape = "-steady=false: the tree as generated and settled"
+	}
+	rows = append(rows, row{fmt.Sprintf("consolidate %s new into %s, commit included (%d files changed on main, %d on refs/pem/state; %s)", thousands(newer), thousands(n), files, stateFiles, shape),
 		fmt.Sprintf("%s (CPU %s), %s; commit step %s", sec(c.wall), sec(c.cpu), mib(c.rssKB), sec(commitStep)),
 		fmt.Sprintf("the same change by `git add -A && git commit` %s on main + %s on the state's own index (`add -A`, `write-tree`, `commit-tree`, `update-ref`) = %s", sec(g), sec(gs), sec(g+gs)),
 		fmt.Sprintf("commit step %.2f× git (whole run %.2f×)", ratio(commitStep, g+gs), ratio(c.wall, g+gs)), "≤ 2 s, ≤ 200 MB; commit ≤ 0.5× git"})
