@@ -53,24 +53,14 @@ func reflectable(t reflect.Type, depth int) bool {
 
 // appendConfigBin encodes c; ok=false when the codec is off.
 func appendConfigBin(b []byte, c engine.Config) ([]byte, bool) {
-	if !configCodecOK() {
-		return nil, false
-	}
-	w := binWriter{b: b, ok: true, seen: map[string]int{}}
-	w.reflected(reflect.ValueOf(c))
-	return w.b, w.ok
+	return encodeBin(b, configCodecOK(), func(w *binWriter) { w.reflected(reflect.ValueOf(c)) })
 }
 
 // decodeConfigBin decodes what appendConfigBin wrote; ok=false on anything
 // else.
 func decodeConfigBin(b []byte) (engine.Config, bool) {
 	var c engine.Config
-	if !configCodecOK() {
-		return c, false
-	}
-	r := binReader{s: string(b), ok: true}
-	r.reflected(reflect.ValueOf(&c).Elem())
-	if !r.ok || len(r.s) != 0 {
+	if !decodeBin(b, configCodecOK(), func(r *binReader) { r.reflected(reflect.ValueOf(&c).Elem()) }) {
 		return engine.Config{}, false
 	}
 	return c, true

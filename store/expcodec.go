@@ -32,27 +32,40 @@ import (
 // appendExperienceBin encodes x; ok=false when the codec is off or x holds
 // a time outside UTC.
 func appendExperienceBin(b []byte, x *engine.Experience) ([]byte, bool) {
-	if x == nil || !experienceLayoutOK() {
+	return encodeBin(b, x != nil && experienceLayoutOK(), func(w *binWriter) { w.experience(x) })
+}
+
+// encodeBin appends what enc writes to b; ok=false when the codec is off
+// (on false) or enc failed. Each kind's codec (experience, facts, pem.yaml)
+// goes through it.
+func encodeBin(b []byte, on bool, enc func(*binWriter)) ([]byte, bool) {
+	if !on {
 		return nil, false
 	}
 	w := binWriter{b: b, ok: true, seen: map[string]int{}}
-	w.experience(x)
+	enc(&w)
 	if !w.ok {
 		return nil, false
 	}
 	return w.b, true
 }
 
+// decodeBin runs dec over b; false when the codec is off (on false), dec
+// failed or bytes are left over.
+func decodeBin(b []byte, on bool, dec func(*binReader)) bool {
+	if !on {
+		return false
+	}
+	r := binReader{s: string(b), ok: true}
+	dec(&r)
+	return r.ok && len(r.s) == 0
+}
+
 // decodeExperienceBin decodes what appendExperienceBin wrote; ok=false on
 // anything else (the codec off, damaged or trailing bytes).
 func decodeExperienceBin(b []byte) (*engine.Experience, bool) {
-	if !experienceLayoutOK() {
-		return nil, false
-	}
-	r := binReader{s: string(b), ok: true}
 	x := new(engine.Experience)
-	r.experience(x)
-	if !r.ok || len(r.s) != 0 {
+	if !decodeBin(b, experienceLayoutOK(), func(r *binReader) { r.experience(x) }) {
 		return nil, false
 	}
 	return x, true

@@ -86,27 +86,14 @@ var factsLayoutOK = sync.OnceValue(func() bool {
 // appendFactsBin encodes f; ok=false when the codec is off or f holds a
 // time outside UTC.
 func appendFactsBin(b []byte, f *engine.Facts) ([]byte, bool) {
-	if f == nil || !factsLayoutOK() {
-		return nil, false
-	}
-	w := binWriter{b: b, ok: true, seen: map[string]int{}}
-	w.facts(f)
-	if !w.ok {
-		return nil, false
-	}
-	return w.b, true
+	return encodeBin(b, f != nil && factsLayoutOK(), func(w *binWriter) { w.facts(f) })
 }
 
 // decodeFactsBin decodes what appendFactsBin wrote; ok=false on anything
 // else (the codec off, damaged or trailing bytes).
 func decodeFactsBin(b []byte) (*engine.Facts, bool) {
-	if !factsLayoutOK() {
-		return nil, false
-	}
-	r := binReader{s: string(b), ok: true}
 	f := new(engine.Facts)
-	r.facts(f)
-	if !r.ok || len(r.s) != 0 {
+	if !decodeBin(b, factsLayoutOK(), func(r *binReader) { r.facts(f) }) {
 		return nil, false
 	}
 	return f, true
