@@ -188,6 +188,21 @@ func parseGoal(task, startURL string) goal {
 	return g
 }
 
+// named reports whether every proper name of the task is in one of the
+// sets of stems (a block's own words, its headings and the page's title).
+func (g goal) named(sets ...map[string]bool) bool {
+	for _, n := range g.names {
+		found := false
+		for _, s := range sets {
+			found = found || s[n]
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
 // nameRe finds capitalised words; taskNames keeps those that do not start
 // a sentence.
 var nameRe = engine.LazyRE(`\p{Lu}\p{Ll}+`)
@@ -643,15 +658,8 @@ func bestValue(labels []LabelValue, g goal, title string) (best *LabelValue, ful
 			// only a task that names it.
 			continue
 		}
-		if len(g.names) > 0 {
-			own := setOfStems(lv.Label + " " + lv.Value)
-			named := true
-			for _, n := range g.names {
-				named = named && (own[n] || titled[n])
-			}
-			if !named {
-				continue
-			}
+		if len(g.names) > 0 && !g.named(setOfStems(lv.Label+" "+lv.Value), titled) {
+			continue
 		}
 		a, e := 0, 0
 		for _, t := range dedupe(lt) {

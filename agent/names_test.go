@@ -106,11 +106,7 @@ func TestWeakLabelsAnswerNothing(t *testing.T) {
 		{"What is the default branch?", LabelValue{"Default branch", "main", "#b"}, true},
 	} {
 		s := page(c.task, c.label)
-		a, err := NewExplore().Next(context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := a.Tool == "extract" && a.Value == c.label.Label || a.Tool == "done" && a.Value == c.label.Value
+		a, got := answeredFrom(t, s, c.label)
 		if got != c.want {
 			t.Errorf("%q with label %q: next action %+v; answered from the label: %v, want %v", c.task, c.label.Label, a, got, c.want)
 		}
@@ -133,13 +129,20 @@ func TestPartialNeedsTheWholeItem(t *testing.T) {
 		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"parameter to stop waiting", "timeout", "#t"}, 25, true},
 	} {
 		s := &State{Task: c.task, URL: "http://127.0.0.1:8080/", Title: "Requests documentation", Labels: []LabelValue{c.label}, Turn: c.turn, MaxTurns: 25}
-		a, err := NewExplore().Next(context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := a.Tool == "extract" && a.Value == c.label.Label || a.Tool == "done" && a.Value == c.label.Value
+		a, got := answeredFrom(t, s, c.label)
 		if got != c.want {
 			t.Errorf("%q with label %q: next action %+v; answered from the label: %v, want %v", c.task, c.label.Label, a, got, c.want)
 		}
 	}
+}
+
+// answeredFrom runs the explore planner's next turn on s and reports
+// whether it answers from label (extracts it, or is done with its value).
+func answeredFrom(t *testing.T, s *State, label LabelValue) (Action, bool) {
+	t.Helper()
+	a, err := NewExplore().Next(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, a.Tool == "extract" && a.Value == label.Label || a.Tool == "done" && a.Value == label.Value
 }

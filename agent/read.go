@@ -138,14 +138,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 		ctx := setOfStems(b.Under + " " + s.Title)
 		// A proper name of the task (Django) that neither the block nor
 		// its place names: the block is about something else.
-		named := true
-		for _, n := range g.names {
-			if !own[n] && !ctx[n] {
-				named = false
-				break
-			}
-		}
-		if !named {
+		if !g.named(own, ctx) {
 			continue
 		}
 		near := setOfStems(nearest)
