@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -173,11 +174,24 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 			return "it is a heading alone, not the content under it"
 		}
 	}
+	// A heading's numbering ("4.3.2." of "4.3.2. The locale Module …") is
+	// the heading's place in the document, whatever the task asks.
+	if sectionNumRe.MatchString(a) {
+		for _, h := range src.Headings {
+			if strings.HasPrefix(strings.TrimSpace(h), a+" ") {
+				return "it is a heading's section number, not the content under it"
+			}
+		}
+	}
 	if !HasValueOf(t, a, task) {
 		return "it is not a " + string(t) + ", which the task asks for"
 	}
 	return ""
 }
+
+// sectionNumRe matches a section number as documents number their headings:
+// numbers joined by dots, ending in a dot.
+var sectionNumRe = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*\.$`)
 
 // errorPage says why a page is an error page, or "".
 func errorPage(u string, status int, text string) string {

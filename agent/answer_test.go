@@ -66,6 +66,10 @@ func TestCheckAnswer(t *testing.T) {
 		// A section heading names a topic, not the person a "who" asks for.
 		{"Who maintains the project?", "Previous Maintainers", AnswerSource{URL: start, Headings: []string{"Previous Maintainers"}}, "heading"},
 		{"Who maintains the project?", "Ada Lovelace", AnswerSource{URL: start, Headings: []string{"Previous Maintainers"}}, ""},
+		// A heading's section number is its place, not an answer; a
+		// version that heads a changelog's section is one.
+		{"Which locale should you use on Mac OS X?", "4.3.2.", AnswerSource{URL: start, Headings: []string{"4.3.2. The locale Module Is Broken on Mac OS X"}}, "section number"},
+		{"Which version is the latest?", "4.3.2", AnswerSource{URL: start, Headings: []string{"4.3.2 (2024-01-05)"}}, ""},
 	}
 	for _, c := range cases {
 		got := CheckAnswer(c.task, start, c.answer, c.src)

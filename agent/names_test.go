@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -145,4 +146,25 @@ func answeredFrom(t *testing.T, s *State, label LabelValue) (Action, bool) {
 		t.Fatal(err)
 	}
 	return a, a.Tool == "extract" && a.Value == label.Label || a.Tool == "done" && a.Value == label.Value
+}
+
+// TestReadPageSkipsWholeDocuments: a page's source file shown in one pre
+// (Sphinx's "Page source", 6 KB of reStructuredText) holds the asked words
+// and the answer somewhere inside, but it is the document, not an answer;
+// the same words in a block of the rendered page are read.
+func TestReadPageSkipsWholeDocuments(t *testing.T) {
+	task := "Which shell option excludes entries that have a number in a given range?"
+	usage := "-F LOW HIGH, --reverse-filter LOW HIGH: used for excluding the entries that have a number falling in the given range."
+	source := Block{Selector: "pre", Tag: "pre", Text: ".. _shell:\n\nShell Script\n============\n\n" + usage + "\n" + strings.Repeat("More of the page's source text, section after section.\n", 40)}
+	g := parseGoal(task, "http://127.0.0.1:8080/shell.html")
+	s := &State{Task: task, Title: "shell.rst.txt", Blocks: []Block{source}}
+	if pick, ok := readPage(s, g); ok {
+		t.Fatalf("read %v: a %d-character source file as the answer", pick.sels, len(source.Text))
+	}
+	short := source
+	short.Text = usage
+	s.Blocks = []Block{short}
+	if _, ok := readPage(s, g); !ok {
+		t.Fatal("the same words in a short block are not read either: the test proves nothing")
+	}
 }

@@ -119,6 +119,11 @@ func readPage(s *State, g goal) (readPick, bool) {
 		if b.Region == "nav" || b.Link {
 			continue
 		}
+		// A block of thousands of characters is a whole document (a page's
+		// source, a text file in one pre), not an answer to stand behind.
+		if len(b.Text) > maxAnswerBlock {
+			continue
+		}
 		nearest := Nearest(b.Under)
 		litOK, litHead := true, false
 		for _, l := range g.literals {
@@ -240,6 +245,9 @@ func readPage(s *State, g goal) (readPick, bool) {
 	}
 	return pick, true
 }
+
+// maxAnswerBlock is the longest block the reader answers with.
+const maxAnswerBlock = 1500
 
 func setOfStems(s string) map[string]bool {
 	m := map[string]bool{}

@@ -289,7 +289,9 @@ function (op, arg, limit) {
           // counters: "Issues 12", "Stars 1,234", "1,234 stars"
           const v = Array.from(el.children).find((c) => num.test(text(c)));
           pairs.push([m[1], m[2], v || el]);
-        } else if ((m = t.match(/^([0-9][0-9,.]*[kKmM]?)\s+([A-Za-z][A-Za-z ]{0,40})$/))) {
+        } else if ((m = t.match(/^([0-9](?:[0-9,.]*[0-9])?[kKmM]?)\s+([A-Za-z][A-Za-z ]{0,40})$/))) {
+          // "1,234 stars"; a number that ends in a dot is a section's
+          // numbering ("4.3.2. The locale module"), not a count
           pairs.push([m[2], m[1], el]);
         }
       }

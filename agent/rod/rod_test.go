@@ -143,6 +143,13 @@ func testSite() http.Handler {
 </div>
 <div class="Box-header"><dl><dt>File name</dt><dd id="dl-name">getting-started.go</dd>
 <dt>First line</dt><dd id="dl-line">// Getting started: render it</dd></dl></div>`)
+	// Numbered section headings (Sphinx's section-number) beside real
+	// counters: the numbering is no count.
+	serve("/numbered", "Numbered", `
+<h2><span class="section-number">2. </span>Examples and Recipes</h2>
+<h3 id="mac"><span class="section-number">4.3.2. </span>The locale Module Is Broken on Mac OS X</h3>
+<p id="stars"><span>1,234</span> stars</p>
+<p id="open">12 open issues</p>`)
 	// A page that keeps changing for a while after load, then stops.
 	serve("/late-render", "Late", `<ul id="list"></ul><script>
 window.addEventListener("load", () => {
@@ -485,6 +492,28 @@ func TestLabelled(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("pairs: %+v", pairs)
+	}
+}
+
+// TestLabelledSectionNumbers: a heading's section number ("4.3.2. The
+// locale Module Is Broken on Mac OS X") is no "1,234 stars" counter; the
+// counters beside it still are (natsort's docs answered a question with
+// "4.3.2." and memory served it at P2).
+func TestLabelledSectionNumbers(t *testing.T) {
+	p := page(t, "/numbered")
+	pairs, err := p.Labelled(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, lv := range pairs {
+		got[lv.Label] = lv.Value
+		if strings.HasSuffix(lv.Value, ".") {
+			t.Errorf("a section number read as a value: %+v", lv)
+		}
+	}
+	if got["stars"] != "1,234" || got["open issues"] != "12" {
+		t.Errorf("counters: stars %q, open issues %q; pairs %+v", got["stars"], got["open issues"], pairs)
 	}
 }
 
