@@ -358,6 +358,14 @@ func readHistory(s *State, g goal) seen {
 			// Values read before a wait may have changed since.
 			h.here, h.order = map[string]string{}, nil
 		case "extract":
+			// What a whole document holds (a source file in one pre) is
+			// no answer: read elsewhere.
+			if len(t.Result.ExtractedContent) > maxAnswerBlock {
+				if a.Selector != "" {
+					h.failed[a.Selector] = true
+				}
+				continue
+			}
 			key := a.Value
 			if a.Selector != "" {
 				key = "css:" + a.Selector

@@ -168,3 +168,30 @@ func TestReadPageSkipsWholeDocuments(t *testing.T) {
 		t.Fatal("the same words in a short block are not read either: the test proves nothing")
 	}
 }
+
+// TestExtractedDocumentIsNoAnswer: a text block extracted from a listing
+// (the planner's fallback when no block or label reads) that turns out to
+// be a whole document is not answered with; the planner moves on.
+func TestExtractedDocumentIsNoAnswer(t *testing.T) {
+	task := "Which shell option excludes entries that have a number in a given range?"
+	const u = "http://127.0.0.1:8080/_sources/shell.rst.txt"
+	doc := "-F LOW HIGH, --reverse-filter LOW HIGH: excludes entries in the range.\n" + strings.Repeat("More of the page's source text.\n", 80)
+	for _, long := range []bool{true, false} {
+		text := doc
+		if !long {
+			text = doc[:120]
+		}
+		s := &State{Task: task, URL: u, Title: "shell.rst.txt", Turn: 3, MaxTurns: 25, History: []Turn{
+			{Action: Action{Tool: "navigate", Value: u}, URL: u},
+			{Action: Action{Tool: "get_elements", Selector: "h1, h2, h3, p, pre, code, li, td, dd"}, Result: ToolResult{ExtractedContent: `pre pre "-F LOW HIGH, --reverse-filter LOW HIGH: excludes entries in the range."`}, URL: u},
+			{Action: Action{Tool: "extract", Selector: "pre"}, Result: ToolResult{ExtractedContent: text}, URL: u},
+		}}
+		a, err := NewExplore().Next(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done := a.Tool == "done" && a.Value == strings.TrimSpace(text); done == long {
+			t.Errorf("extracted %d characters: next action %s %q (done with it: %v)", len(text), a.Tool, capText(a.Value, 60), done)
+		}
+	}
+}
