@@ -133,10 +133,18 @@ func CodeLike(s string) bool {
 		if len(f) > 16 || strings.HasSuffix(line, ":") || strings.HasSuffix(line, ".") && len(f) > 4 {
 			return false
 		}
+		if sourceLineRe.MatchString(line) {
+			return false // a program's first line, not what is typed at a prompt
+		}
 		return cmdHeadRe.MatchString(f[0]) && (len(f) > 1 || strings.ContainsAny(f[0], "._/-"))
 	}
 	return false
 }
+
+// sourceLineRe matches a line that opens a program rather than a command:
+// an import, a package clause, a declaration, an assignment with spaces
+// around its '=' (a shell's VAR=value has none).
+var sourceLineRe = engine.LazyRE(`^(?:from\s+[\w.]+\s+import\s|import\s+[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+)*\s*;?$|package\s+\w+\s*;?$|(?:const|let|var)\s+\w+\s*=|[A-Za-z_][\w.\[\]]*\s+=\s)`)
 
 // AnswerSource is where an answer was read.
 type AnswerSource struct {

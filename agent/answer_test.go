@@ -32,6 +32,16 @@ func TestCodeLike(t *testing.T) {
 		"Within the activated environment, use the following command to install Flask:": false,
 		"Install Flask": false,
 		"":              false,
+		// A program is not a command (humanfriendly's docs answered "Which
+		// command demonstrates the terminal text styles?" with one).
+		"from humanfriendly.text import dedent\nfrom humanfriendly.terminal import html_to_ansi": false,
+		"import os":                    false,
+		"package main":                 false,
+		"const fs = require('fs')":     false,
+		"rainbow = ['#FF0000']":        false,
+		"pip install humanfriendly":    true,
+		"import -window root shot.png": true,
+		"$ humanfriendly --demo":       true,
 	} {
 		if got := CodeLike(s); got != want {
 			t.Errorf("CodeLike(%q) = %v, want %v", s, got, want)
