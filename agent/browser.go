@@ -61,6 +61,27 @@ type Page interface {
 	Close() error
 }
 
+// SettleAtLoad marks ctx for a Navigate, Click or Press whose next step is a
+// replayed click on a recorded link: when the action loads a new document,
+// the page returns at that document's load event, without the quiet-DOM
+// window after it (the adapter's 50 ms, most of a fast page's load). A link
+// needs no handler to navigate, and the click's own checks (existence, the
+// fingerprint, a reachable point) run live on the page; a page on which the
+// link is not yet there or not yet the recorded one settles fully before it
+// is looked at again (run.replay). Every other action, and the page an
+// answer is read on, settles fully.
+func SettleAtLoad(ctx context.Context) context.Context {
+	return context.WithValue(ctx, settleAtLoadKey{}, true)
+}
+
+// SettlesAtLoad reports whether ctx was marked by SettleAtLoad.
+func SettlesAtLoad(ctx context.Context) bool {
+	v, _ := ctx.Value(settleAtLoadKey{}).(bool)
+	return v
+}
+
+type settleAtLoadKey struct{}
+
 // Element describes one element on the page.
 type Element struct {
 	// Selector is a CSS selector that uniquely finds this element now (#id,

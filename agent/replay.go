@@ -172,6 +172,13 @@ func (r *run) skippable(s engine.Step, on string) bool {
 	return true
 }
 
+// linkClick reports whether a route step clicks a link (an a element with an
+// href, as recorded): a click that navigates with no handler of the page's.
+// A P1 replay takes the page before it at its load event (SettleAtLoad).
+func linkClick(s engine.Step) bool {
+	return s.Action == "click" && s.Target != nil && s.Target.Tag == "a" && s.Target.Role == "link"
+}
+
 // isExtraction reports whether a step reads the answer.
 func isExtraction(s engine.Step) bool {
 	return s.Action == "extract" || s.Action == "get_text" && s.Selector != ""
@@ -213,6 +220,7 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 			}
 		}
 	}
+	atLoad := false // the last step's page was taken at its load event (SettleAtLoad)
 	for i := start; i < len(route); i++ {
 		s := route[i]
 		if len(r.steps) >= r.maxTurns {
@@ -252,6 +260,18 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 				return replayOutcome{why: msg}
 			}
 			msg = r.checkTarget(ctx, s, sel)
+			if msg != "" && atLoad {
+				// The page was taken at its load event: what its timers
+				// render may not be there yet. Let it settle, then look again.
+				_ = r.page.WaitFor(ctx, "", 0)
+				r.described = describedFP{}
+				if sel, kind, msg = r.check(ctx, s, verify); sel == "" {
+					r.clock(&r.res.Timings.Checks, t0)
+					r.recordMiss(s, kind, msg)
+					return replayOutcome{why: msg}
+				}
+				msg = r.checkTarget(ctx, s, sel)
+			}
 			r.clock(&r.res.Timings.Checks, t0)
 			if msg != "" {
 				// The selector resolves, to another control: drift.
@@ -266,10 +286,15 @@ func (r *run) replay(ctx context.Context) replayOutcome {
 			r.pending = append(r.pending, "replay "+describeStep(p))
 		}
 		var tr ToolResult
+		atLoad = false
 		if s.Action == "wait" && s.Selector == "" && i+1 < len(route) && isExtraction(route[i+1]) {
 			tr = r.replayWait(ctx, route[i+1])
 		} else {
-			tr = r.exec(ctx, a, s.Param, true)
+			actx := ctx
+			if tier == engine.P1 && i+1 < len(route) && linkClick(route[i+1]) {
+				actx, atLoad = SettleAtLoad(ctx), true
+			}
+			tr = r.exec(actx, a, s.Param, true)
 		}
 		if tr.Error != "" {
 			r.replayDone, r.pending = i, r.pending[:0]

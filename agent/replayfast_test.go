@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -279,5 +280,123 @@ func TestRunAllReusesATab(t *testing.T) {
 	}
 	if o, c := br.opened.Load(), br.closed.Load(); o != 1 || c != 1 {
 		t.Fatalf("opened %d tabs, closed %d: want one tab, reused and closed at the end", o, c)
+	}
+}
+
+// atLoadPage is a real Chromium tab that records, for each navigation and
+// click, whether the replay asked for the page it loads at its load event
+// (agent.SettleAtLoad).
+type atLoadPage struct {
+	agent.Page
+	mu    sync.Mutex
+	marks []string
+}
+
+func (p *atLoadPage) note(what string, ctx context.Context) {
+	p.mu.Lock()
+	p.marks = append(p.marks, fmt.Sprintf("%s %v", what, agent.SettlesAtLoad(ctx)))
+	p.mu.Unlock()
+}
+
+func (p *atLoadPage) Navigate(ctx context.Context, u string) error {
+	p.note("navigate", ctx)
+	return p.Page.Navigate(ctx, u)
+}
+
+func (p *atLoadPage) Click(ctx context.Context, sel string) error {
+	p.note("click "+sel, ctx)
+	return p.Page.Click(ctx, sel)
+}
+
+func (p *atLoadPage) Describe(ctx context.Context, sel string) (agent.Element, bool, error) {
+	return p.Page.(agent.Describer).Describe(ctx, sel)
+}
+
+func (p *atLoadPage) Blocks(ctx context.Context) ([]agent.Block, error) {
+	return p.Page.(agent.Reader).Blocks(ctx)
+}
+
+func (p *atLoadPage) StatusCode(ctx context.Context) int {
+	return p.Page.(agent.Reader).StatusCode(ctx)
+}
+
+// A P1 replay takes a page whose next step is a click on a recorded link at
+// its load event, and every other page (the one the answer is read on)
+// after the quiet window; a link that the page names only after its load
+// (a timer) is looked at again once the page has settled, so the replay
+// neither hands over nor clicks it unchecked; a link that is another one
+// for good still hands over.
+func TestP1TakesPagesBeforeALinkClickAtLoad(t *testing.T) {
+	const task = "What is the status of the checks of the first order?"
+	var mode atomic.Int32 // 0: static, 1: the link named after the load, 2: another link
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		body := ""
+		switch r.URL.Path {
+		case "/orders":
+			switch mode.Load() {
+			case 0:
+				body = `<h1>Orders</h1><p><a id="first" href="/orders/7">Order 7</a></p>`
+			case 1:
+				body = `<h1>Orders</h1><p><a id="first" href="/orders/7">Loading…</a></p>
+<script>addEventListener("load", () => setTimeout(() => { document.getElementById("first").textContent = "Order 7" }, 30))</script>`
+			default:
+				body = `<h1>Orders</h1><p><a id="first" href="/orders/7">Delete all orders</a></p>`
+			}
+		case "/orders/7":
+			body = `<h1>Order 7</h1><p><a id="checks" href="/orders/7/checks">Checks</a></p>`
+		case "/orders/7/checks":
+			body = `<h1>Checks of order 7</h1><dl><dt>Status</dt><dd>passing</dd></dl>`
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "<!doctype html><html><head><title>Shop</title></head><body><main>%s</main></body></html>", body)
+	}))
+	t.Cleanup(srv.Close)
+	route := []engine.Step{
+		{Seq: 1, Action: "navigate", URL: srv.URL + "/orders", OK: true},
+		{Seq: 2, Action: "click", Selector: "#first", URL: srv.URL + "/orders/7", OK: true,
+			Target: &engine.Fingerprint{Tag: "a", Role: "link", Name: "Order 7"}},
+		{Seq: 3, Action: "click", Selector: "#checks", URL: srv.URL + "/orders/7/checks", OK: true,
+			Target: &engine.Fingerprint{Tag: "a", Role: "link", Name: "Checks"}},
+		{Seq: 4, Action: "extract", Value: "Status", URL: srv.URL + "/orders/7/checks", OK: true},
+	}
+	tab, err := browser.NewPage(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tab.Close() })
+	page := &atLoadPage{Page: tab}
+	for _, c := range []struct {
+		name string
+		mode int32
+	}{{"static link", 0}, {"link named after the load", 1}} {
+		mode.Store(c.mode)
+		page.marks = nil
+		eng, _ := p1Engine(t, srv.URL, "/orders", task, route)
+		res, err := agent.Run(t.Context(), agent.RunConfig{Engine: eng, Page: page, Task: task, StartURL: srv.URL + "/orders"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := strings.Join(res.ActionLog, "\n")
+		if res.Tier != engine.P1 || res.HandedOver || res.PlannerCalls != 0 || !res.Success || res.Answer != "passing" || res.Clicks != 2 {
+			t.Fatalf("%s: tier %s handed over %v planner calls %d success %v answer %q clicks %d\n%s",
+				c.name, res.Tier, res.HandedOver, res.PlannerCalls, res.Success, res.Answer, res.Clicks, log)
+		}
+		want := "navigate true|click #first true|click #checks false"
+		if got := strings.Join(page.marks, "|"); got != want {
+			t.Fatalf("%s: settle at load %s, want %s\n%s", c.name, got, want, log)
+		}
+	}
+
+	mode.Store(2) // #first is another link for good: drift, and the planner takes over
+	eng, _ := p1Engine(t, srv.URL, "/orders", task, route)
+	res, err := agent.Run(t.Context(), agent.RunConfig{Engine: eng, Page: page, Planner: agent.NewExplore(), Task: task, StartURL: srv.URL + "/orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tier != engine.P1 || !res.HandedOver {
+		t.Fatalf("another link: tier %s handed over %v answer %q\n%s", res.Tier, res.HandedOver, res.Answer, strings.Join(res.ActionLog, "\n"))
 	}
 }

@@ -170,6 +170,56 @@ func BenchmarkVsBaseline(b *testing.B) {
 	}
 }
 
+// BenchmarkSettleAtLoad alternates, iteration by iteration, a navigation
+// and a link click settled as every page is (the load, then 50 ms without
+// DOM changes) with the same under agent.SettleAtLoad (the load only, as a
+// P1 replay takes the page before a link click), and reports each one's
+// mean in ms and the ratio. A click is timed alone, not the navigation to
+// its page.
+func BenchmarkSettleAtLoad(b *testing.B) {
+	bg := context.Background()
+	at := agent.SettleAtLoad(bg)
+	timed := func(f func() error) (time.Duration, error) {
+		t0 := time.Now()
+		err := f()
+		return time.Since(t0), err
+	}
+	for _, c := range []struct {
+		name string
+		do   func(ctx context.Context, p *Page) (time.Duration, error)
+	}{
+		{"navigate", func(ctx context.Context, p *Page) (time.Duration, error) {
+			return timed(func() error { return p.Navigate(ctx, srv.URL+"/repo") })
+		}},
+		{"click-link", func(ctx context.Context, p *Page) (time.Duration, error) {
+			if err := p.Navigate(bg, srv.URL+"/"); err != nil {
+				return 0, err
+			}
+			return timed(func() error { return p.Click(ctx, "#repo-link") })
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := openAt(b, "", 0)
+			var full, load time.Duration
+			for b.Loop() {
+				d, err := c.do(bg, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				full += d
+				if d, err = c.do(at, p); err != nil {
+					b.Fatal(err)
+				}
+				load += d
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(full.Microseconds())/1000/n, "full-ms")
+			b.ReportMetric(float64(load.Microseconds())/1000/n, "at-load-ms")
+			b.ReportMetric(float64(load)/float64(full), "at-load/full")
+		})
+	}
+}
+
 func wantNoElement(err error) error {
 	if !errors.Is(err, agent.ErrNoElement) {
 		return fmt.Errorf("want ErrNoElement, got %v", err)

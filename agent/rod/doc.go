@@ -16,6 +16,8 @@
 // MutationObserver installed at the start of every document records the last
 // change, so on a new document the quiet time that has already passed counts;
 // after an action in the same document the window opens at the action.
+// A new document loaded under agent.SettleAtLoad (a P1 replay whose next
+// step clicks a link) is settled at its load event, with no quiet window.
 // Exists is a single document.querySelector (one round trip, no polling)
 // bounded by existsTimeout; a page that does not answer in time is an error,
 // never reported as a missing element.

@@ -519,11 +519,16 @@ func (p *Page) settle(ctx context.Context, seq0 int, navigating bool) {
 // after the load). On a new document the quiet time since its last change
 // counts; fresh (after an action in the same document) opens the window now.
 // It reports whether the page settled in time; a page that does not is used
-// as it is.
+// as it is. A new document under agent.SettleAtLoad (a replay whose next
+// step clicks a link) is settled at its load event, with no quiet window.
 func (p *Page) quiet(ctx context.Context, fresh bool) bool {
 	qctx, cancel := context.WithTimeout(ctx, settleMax+500*time.Millisecond)
 	defer cancel()
-	arg := map[string]any{"quiet": settleQuiet, "cap": settleMax.Milliseconds(), "quietCap": quietMax.Milliseconds(), "fresh": fresh}
+	q := settleQuiet
+	if !fresh && agent.SettlesAtLoad(ctx) {
+		q = 0
+	}
+	arg := map[string]any{"quiet": q, "cap": settleMax.Milliseconds(), "quietCap": quietMax.Milliseconds(), "fresh": fresh}
 	v, err := p.evalJS(qctx, settleMax+500*time.Millisecond, pageJS, "settle", arg, 0)
 	return err == nil && v.Value.Bool()
 }

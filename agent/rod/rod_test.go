@@ -169,6 +169,15 @@ window.addEventListener("load", () => {
 		case <-time.After(4 * time.Second):
 		}
 	})
+	// A page whose load event waits 300 ms on an image, and a link to it.
+	serve("/held-load", "Held", `<p id="ready">content</p><img src="/held-image" alt="">`)
+	mux.HandleFunc("/held-image", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+	})
+	serve("/to-held", "To held", `<a id="held" href="/held-load">Held</a>`)
 	serve("/covered", "Covered", `<button id="under">Under</button><div class="overlay" id="modal"></div>`)
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		// Noise drawn on a canvas: a PNG of it is far over 400 KB.
@@ -608,6 +617,43 @@ func TestSettle(t *testing.T) {
 	}
 	if err := p.Click(ctx, "#more"); err != nil { // the loading state is not left stale
 		t.Fatal(err)
+	}
+}
+
+// Under agent.SettleAtLoad a new document is taken at its load event, with
+// no quiet window after it: the load itself (here held 300 ms by an image)
+// is still waited for, after a Navigate and after a link click, and a
+// settle asked for afterwards (what a replay does when the page is not yet
+// the recorded one) waits for what the page renders on timers after it.
+func TestSettleAtLoad(t *testing.T) {
+	p := page(t, "")
+	bg := context.Background()
+	ctx := agent.SettleAtLoad(bg)
+	for _, via := range []string{"navigate", "click"} {
+		var err error
+		if via == "navigate" {
+			err = p.Navigate(ctx, srv.URL+"/held-load")
+		} else {
+			if err := p.Navigate(bg, srv.URL+"/to-held"); err != nil {
+				t.Fatal(err)
+			}
+			err = p.Click(ctx, "#held")
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", via, err)
+		}
+		if got, err := p.Evaluate(bg, "document.readyState + ' ' + document.images[0].complete"); err != nil || got != `"complete true"` {
+			t.Errorf("after %s at load: %s (%v), want the load event done", via, got, err)
+		}
+	}
+	if err := p.Navigate(ctx, srv.URL+"/late-render"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitFor(bg, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := p.Evaluate(bg, "document.querySelectorAll('#list li').length"); err != nil || n != "3" {
+		t.Errorf("a settle after a navigation at load: %s items rendered (%v), want 3", n, err)
 	}
 }
 
