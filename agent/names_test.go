@@ -87,8 +87,9 @@ func TestBestValueNeedsTheTasksNames(t *testing.T) {
 // label is an API name the task does not name, or that carries fewer than
 // half of the asked-for words, is not the answer (Debian's Click docs:
 // "CompletionItem" for which shells complete, "the Command for this
-// context." for which class invokes commands in tests). A label that
-// carries the asked words still answers.
+// context." for which class invokes commands in tests; attrs' "attr.field()¶"
+// for which function returns the fields). A label that carries the asked
+// words still answers.
 func TestWeakLabelsAnswerNothing(t *testing.T) {
 	page := func(task string, labels ...LabelValue) *State {
 		return &State{Task: task, URL: "http://127.0.0.1:8080/html/api.html", Title: "API — Docs",
@@ -102,6 +103,8 @@ func TestWeakLabelsAnswerNothing(t *testing.T) {
 		{"Which shells does it support for tab completion?", LabelValue{"click.shell_completion.CompletionItem", "CompletionItem", "#c"}, false},
 		{"Which class invokes commands as command line scripts in tests?", LabelValue{"command", "the Command for this context.", "#k"}, false},
 		{"Which parameter sets the prefix for automatic environment variables?", LabelValue{"Parameters", "mode (str) – encoding (Optional[str])", "#p"}, false},
+		// A Sphinx signature's label, its permalink glyph after it (attrs: attr.field()).
+		{"Which function returns the counters of a Tally record?", LabelValue{"tally.counter()\uf0c1", "Old import path for tally.counter.", "#o"}, false},
 		{"What does shell_completion.CompletionItem hold?", LabelValue{"shell_completion.CompletionItem", "A completion value.", "#c"}, true},
 		{"What is the default branch?", LabelValue{"Default branch", "main", "#b"}, true},
 	} {
@@ -145,4 +148,86 @@ func answeredFrom(t *testing.T, s *State, label LabelValue) (Action, bool) {
 		t.Fatal(err)
 	}
 	return a, a.Tool == "extract" && a.Value == label.Label || a.Tool == "done" && a.Value == label.Value
+}
+
+// TestCodeExampleNamesTheAskedFunction: a code example answers "which
+// function …" only when it names a function carrying the asked words as
+// the task writes them — one that merely uses tally.counter (and prints
+// "<function …>") does not say which function returns the counters
+// (Debian's attrs docs: attrs.field for attrs.fields). Read by the planner
+// and checked in CheckAnswer alike.
+func TestCodeExampleNamesTheAskedFunction(t *testing.T) {
+	task := "Which function returns the counters of a Tally record?"
+	uses := Block{Selector: "#uses", Tag: "pre", Under: "API Reference" + HeadingSep + "Counters",
+		Text: ">>> @tally.record\n... class Stock:\n...     items = tally.counter(start=1)\n>>> Stock.__init__\n<function Stock.__init__>"}
+	names := Block{Selector: "#names", Tag: "pre", Under: "API Reference" + HeadingSep + "Counters",
+		Text: ">>> tally.counters(Stock)  # the function that returns a record's counters\n(Counter(name='items', start=1),)"}
+	g := parseGoal(task, "http://127.0.0.1:8080/tally/index.html")
+	s := &State{Task: task, Title: "API Reference — Tally 4.0 documentation", Blocks: []Block{uses}}
+	if pick, ok := readPage(s, g); ok {
+		t.Fatalf("read %v: a code example that only uses tally.counter", pick.sels)
+	}
+	s.Blocks = []Block{uses, names}
+	if pick, ok := readPage(s, g); !ok || !slices.Equal(pick.sels, []string{"#names"}) {
+		t.Fatalf("readPage = %v, %v; want the example that names tally.counters", pick.sels, ok)
+	}
+	if why := CheckAnswer(task, "http://127.0.0.1:8080/", uses.Text, AnswerSource{}); why == "" {
+		t.Error("CheckAnswer passed a code example that only uses tally.counter")
+	}
+	if why := CheckAnswer(task, "http://127.0.0.1:8080/", names.Text, AnswerSource{}); why != "" {
+		t.Errorf("CheckAnswer refused the example that names tally.counters: %s", why)
+	}
+}
+
+// TestAPIAnswerNamesOne: an answer to "which function (class, …)" names
+// one — "the API reference" names none; and a parameter's entry in a field
+// list (field_transformer (callable) – a function that is called with …)
+// answers which parameter, not which function (Debian's attrs docs).
+func TestAPIAnswerNamesOne(t *testing.T) {
+	const u = "http://127.0.0.1:8080/"
+	entry := "on_count (Optional[callable]) – A function that is called with the record and all its counters before it is built."
+	for _, c := range []struct {
+		task, answer string
+		ok           bool
+	}{
+		{"Which function returns the counters of a Tally record?", "the API reference", false},
+		{"Which function returns the counters of a Tally record?", entry, false},
+		{"Which parameter is called with all the counters of a record?", entry, true},
+		{"Which function returns the counters of a Tally record?", "Call the tally.counters() function with the record class.", true},
+		{"Which class finds templates in a list of directories?", "Templates are found by the TemplateFinder class.", true},
+		{"Which argument stops the search early?", "Pass the limit argument.", true},
+		{"Which environment variable sets the PIN?", "TALLY_PIN", true},
+	} {
+		why := CheckAnswer(c.task, u, c.answer, AnswerSource{})
+		if (why == "") != c.ok {
+			t.Errorf("%q answered %q: check %q, want passed %v", c.task, c.answer, why, c.ok)
+		}
+	}
+}
+
+// TestDatedVersionIsNoRelease: "as of version 3.2.0" dates a change; it
+// answers which version added something, not what the current release is
+// (Debian's attrs docs: the __version_info__ paragraph for attrs' current
+// release). "What is the current release of …" asks for a version.
+func TestDatedVersionIsNoRelease(t *testing.T) {
+	const u = "http://127.0.0.1:8080/"
+	dated := "Code written for old and new releases can check what it runs on: the tally module has a __version_info__ attribute as of version 3.2.0."
+	if got := AskedType("What is the current release of Tally?"); got != VersionAnswer {
+		t.Errorf("AskedType = %q, want version", got)
+	}
+	for _, c := range []struct {
+		task, answer string
+		ok           bool
+	}{
+		{"What is the current release of Tally?", dated, false},
+		{"What is the current release of Tally?", "New in version 3.2.0: counters.", false},
+		{"What is the current release of Tally?", "Release 4.0.1 (what's new?)", true},
+		{"Which version added the __version_info__ attribute?", dated, true},
+		{"Since which version does Tally have __version_info__?", dated, true},
+	} {
+		why := CheckAnswer(c.task, u, c.answer, AnswerSource{})
+		if (why == "") != c.ok {
+			t.Errorf("%q answered %q: check %q, want passed %v", c.task, c.answer, why, c.ok)
+		}
+	}
 }
