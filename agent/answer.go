@@ -40,13 +40,16 @@ var (
 
 // AskedType reads the answer type a task asks for; AnyAnswer when unclear.
 // The first cue in the task wins ("When was version 2.2.1 released?" asks
-// for a date, "Which version dropped …" for a version).
+// for a date, "Which version dropped …" for a version); "which exception
+// (argument, …)" asks for a name, not for the date or number a later
+// "when …" or "number of" would ("Which exception is raised when …").
 func AskedType(task string) AnswerType {
 	best, at := AnyAnswer, len(task)+1
 	for _, c := range []struct {
 		re *engine.LazyRegexp
 		t  AnswerType
-	}{{howManyRe, NumberAnswer}, {whenRe, DateAnswer}, {versionRe, VersionAnswer}, {commandRe, CommandAnswer}, {whoRe, NameAnswer}, {whyRe, ExplainAnswer}, {emailRe, EmailAnswer}} {
+	}{{howManyRe, NumberAnswer}, {whenRe, DateAnswer}, {versionRe, VersionAnswer}, {commandRe, CommandAnswer}, {whoRe, NameAnswer}, {whyRe, ExplainAnswer}, {emailRe, EmailAnswer},
+		{apiKindRe, AnyAnswer}} {
 		if loc := c.re.FindStringIndex(task); loc != nil && loc[0] < at {
 			best, at = c.t, loc[0]
 		}

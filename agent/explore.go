@@ -540,6 +540,12 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 		if n := askedIn(best, g); n == 0 && (last || !namesItem(best, g)) || n > 0 && 2*n < len(g.attr) {
 			partial = false
 		}
+		// "Which function returns the fields": a label without the kind's
+		// word names what the function is about (a parameter "fields" of
+		// type attrs.Attribute), not the function.
+		if g.kind != "" && !setOfStems(best.Label)[stem(g.kind)] {
+			partial = false
+		}
 	}
 	// No link carries the task's words: the site's search, once per run,
 	// with the task's literal or its content words.

@@ -119,7 +119,8 @@ func TestWeakLabelsAnswerNothing(t *testing.T) {
 // TestPartialNeedsTheWholeItem: a partial value whose label has none of the
 // asked words answers only when it names the whole item — "Saturday" for
 // the opening hours on Saturday, not "response" for the parameter that
-// tells Requests to stop waiting for a response (Debian's Requests docs).
+// tells Requests to stop waiting for a response (Debian's Requests docs);
+// for "which function (class, …)", a label with the kind's word.
 func TestPartialNeedsTheWholeItem(t *testing.T) {
 	for _, c := range []struct {
 		task  string
@@ -130,6 +131,11 @@ func TestPartialNeedsTheWholeItem(t *testing.T) {
 		{"What are the opening hours on Saturday?", LabelValue{"Saturday", "10:00–16:00", "#s"}, 2, true},
 		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"response", "The response generated from a Request.", "#r"}, 25, false},
 		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"parameter to stop waiting", "timeout", "#t"}, 25, true},
+		// A label without the kind's word names what the function is
+		// about, not the function (attrs: "fields: list[attrs.Attribute]"
+		// in a hook's signature, for which function returns the fields).
+		{"Which function returns the counters of a Tally record?", LabelValue{"counters", "list[tally.Counter]", "#c"}, 2, false},
+		{"Which function returns the counters of a Tally record?", LabelValue{"function for counters", "tally.counters", "#f"}, 2, true},
 	} {
 		s := &State{Task: c.task, URL: "http://127.0.0.1:8080/", Title: "Requests documentation", Labels: []LabelValue{c.label}, Turn: c.turn, MaxTurns: 25}
 		a, got := answeredFrom(t, s, c.label)
@@ -228,6 +234,23 @@ func TestDatedVersionIsNoRelease(t *testing.T) {
 		why := CheckAnswer(c.task, u, c.answer, AnswerSource{})
 		if (why == "") != c.ok {
 			t.Errorf("%q answered %q: check %q, want passed %v", c.task, c.answer, why, c.ok)
+		}
+	}
+}
+
+// TestAPIKindIsNotADate: "which exception (argument, …)" asks for a name;
+// a "when …" or "number of" later in the task does not make it a date or
+// a number (Debian's attrs and Beautiful Soup docs).
+func TestAPIKindIsNotADate(t *testing.T) {
+	for task, want := range map[string]AnswerType{
+		"Which exception is raised when you assign to a frozen record?":            AnyAnswer,
+		"Which argument tells find_all to stop after a certain number of results?": AnyAnswer,
+		"When was the counters function added?":                                    DateAnswer,
+		"How many counters does the record function return?":                       NumberAnswer,
+		"Which version added the counters function?":                               VersionAnswer,
+	} {
+		if got := AskedType(task); got != want {
+			t.Errorf("AskedType(%q) = %q, want %q", task, got, want)
 		}
 	}
 }
