@@ -218,7 +218,7 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 	if !HasValueOf(t, a, task) {
 		return "it is not a " + string(t) + ", which the task asks for"
 	}
-	return apiAnswer(a, false, parseGoal(task, startURL))
+	return apiAnswer("", a, false, parseGoal(task, startURL))
 }
 
 // errorPage says why a page is an error page, or "".

@@ -254,3 +254,37 @@ func TestAPIKindIsNotADate(t *testing.T) {
 		}
 	}
 }
+
+// TestAPITermIsReadWithItsBlock: on an API page, the definition under a
+// term (dt: tally.record(cls)) describes the term; for "which decorator
+// (function, …)" the term is read with it — the definition alone ("A class
+// decorator that adds counting methods using tally.counter") does not say
+// which decorator, and its one identifier is another API's (Debian's attrs
+// docs: attr.s's definition, naming attr.ib, for which decorator makes an
+// attrs class).
+func TestAPITermIsReadWithItsBlock(t *testing.T) {
+	task := "Which decorator turns a class into a Tally record?"
+	term := Block{Selector: "#tally-record", Tag: "dt", Text: "tally.record(cls, *, slots=True)", Under: "API Reference" + HeadingSep + "Core"}
+	def := Block{Selector: "#tally-record-dd", Tag: "p", Text: "A class decorator that turns a class into a record, adding counting methods using tally.counter.",
+		Under: "API Reference" + HeadingSep + "Core" + HeadingSep + term.Text}
+	g := parseGoal(task, "http://127.0.0.1:8080/tally/index.html")
+	s := &State{Task: task, Title: "API Reference — Tally 4.0 documentation", Blocks: []Block{term, def}}
+	if pick, ok := readPage(s, g); !ok || !slices.Equal(pick.sels, []string{"#tally-record", "#tally-record-dd"}) {
+		t.Fatalf("readPage = %v, %v; want the term and its definition", pick.sels, ok)
+	}
+	// Any "which …" question: the term with its definition.
+	vtask := "Which checker makes sure a Tally record holds counters?"
+	vterm := Block{Selector: "#has-counters", Tag: "dt", Text: "tally.checks.has_counters(cls)", Under: "API Reference" + HeadingSep + "Checks"}
+	vdef := Block{Selector: "#has-counters-dd", Tag: "p", Text: "A checker that makes sure the record holds counters and raises a TypeError if it holds none.",
+		Under: "API Reference" + HeadingSep + "Checks" + HeadingSep + vterm.Text}
+	vs := &State{Task: vtask, Title: "API Reference — Tally 4.0 documentation", Blocks: []Block{vterm, vdef}}
+	if pick, ok := readPage(vs, parseGoal(vtask, "http://127.0.0.1:8080/tally/index.html")); !ok || !slices.Equal(pick.sels, []string{"#has-counters", "#has-counters-dd"}) {
+		t.Fatalf("readPage = %v, %v; want the checker's term and its definition", pick.sels, ok)
+	}
+	// A question that asks for no API kind reads the definition alone.
+	g = parseGoal("What does a record class add?", "http://127.0.0.1:8080/tally/index.html")
+	s.Task = "What does a record class add?"
+	if pick, ok := readPage(s, g); ok && slices.Contains(pick.sels, "#tally-record") {
+		t.Fatalf("readPage = %v: the term read for a task that asks for no API name", pick.sels)
+	}
+}

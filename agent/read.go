@@ -152,16 +152,17 @@ var paramEntryRe = engine.LazyRE(`^\s*\*{0,2}[A-Za-z_][A-Za-z0-9_]*\s*\([^)]*\)\
 // valueKinds are the API kinds a parameter's entry can answer.
 var valueKinds = setOf("parameter", "argument", "option", "attribute", "setting", "variable", "property")
 
-// apiAnswer says why text cannot answer a task asking which function
-// (class, parameter, …) does something, or "": it must name one (namesAPI);
-// a code example must name one with the asked words (codeNamesAsked); a
+// apiAnswer says why text (read with the API term it sits under, if any)
+// cannot answer a task asking which function (class, parameter, …) does
+// something, or "": it must name one (namesAPI; the term does); a code
+// example must name one with the asked words (codeNamesAsked); a
 // parameter's entry (field_transformer (callable) – a function that …)
 // answers only a task asking for a parameter, not for the function.
-func apiAnswer(text string, code bool, g goal) string {
+func apiAnswer(term, text string, code bool, g goal) string {
 	switch {
 	case g.kind == "":
 		return ""
-	case !namesAPI(text, g):
+	case !(term != "" && namesAPI(term, g)) && !namesAPI(text, g):
 		return "it names no " + g.kind + ", which the task asks for"
 	case (code || codeExample(text)) && !codeNamesAsked(text, g):
 		return "it is a code example that names no " + g.kind + " with the task's words"
@@ -198,6 +199,21 @@ func namesAPI(a string, g goal) bool {
 			if n != "" && !stopWords[stem(n)] && !g.words[stem(n)] {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// whichRe: the task asks which thing (a name), "Which validator …".
+var whichRe = engine.LazyRE(`(?i)^\s*which\s+[\p{L}_-]+`)
+
+// apiTerm reports whether a definition list's term is an API name
+// (attr.s(these=None, …), class attrs.Attribute(…)), not a field list's
+// "Parameters" or a glossary's word.
+func apiTerm(dt string) bool {
+	for _, w := range strings.Fields(dt) {
+		if apiIdent(strings.Trim(w, ",;:")) {
+			return true
 		}
 	}
 	return false
@@ -266,7 +282,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 		total += w
 	}
 	headingOf := map[string]int{} // heading text → index of its block
-	best, bestI := 0.0, -1
+	best, bestI, bestTerm := 0.0, -1, -1
 	var bestHead string
 	for i, b := range s.Blocks {
 		isHead := b.Level > 0 || b.Tag == "dt"
@@ -300,7 +316,15 @@ func readPage(s *State, g goal) (readPick, bool) {
 			continue
 		}
 		// "Which function …": a block that names one of the asked kind.
-		if apiAnswer(b.Text, b.Tag == "pre" || b.Tag == "code", g) != "" {
+		// Under an API page's term (a definition list's dt: attr.s(…)),
+		// the term is the name the block describes: for "which …" (a
+		// validator, a decorator) read with it — "A validator that raises
+		// a TypeError if …" says what, not which.
+		term, termText := -1, ""
+		if hi, ok := headingOf[nearest]; ok && (g.kind != "" || whichRe.MatchString(s.Task) && g.typ == AnyAnswer) && s.Blocks[hi].Tag == "dt" && apiTerm(s.Blocks[hi].Text) {
+			term, termText = hi, s.Blocks[hi].Text
+		}
+		if apiAnswer(termText, b.Text, b.Tag == "pre" || b.Tag == "code", g) != "" {
 			continue
 		}
 		near := setOfStems(nearest)
@@ -369,7 +393,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 			score -= 0.1 // a value sits in a short block
 		}
 		if score > best {
-			best, bestI, bestHead = score, i, head
+			best, bestI, bestHead, bestTerm = score, i, head, term
 		}
 	}
 	if bestI < 0 {
@@ -382,6 +406,9 @@ func readPage(s *State, g goal) (readPick, bool) {
 		return readPick{}, false
 	}
 	pick := readPick{sels: []string{s.Blocks[bestI].Selector}, score: best}
+	if bestTerm >= 0 {
+		pick.sels = []string{s.Blocks[bestTerm].Selector, s.Blocks[bestI].Selector}
+	}
 	if g.typ == ExplainAnswer {
 		// An explanation is the section: the blocks under the same heading.
 		under := s.Blocks[bestI].Under
