@@ -13,9 +13,11 @@ import (
 // in the heading it sits under, keeps only blocks that hold a value of the
 // asked type (AskedType), every literal of the task (a version such as
 // 8.1.0, an identifier such as MAX_SIZE) and every proper name of it (in
-// the block, its headings or the page's title: "… in Django?"), and reads
-// the best one. Nothing
-// here knows a site: only the page's structure and the task's words.
+// the block, its headings or the page's title: "… in Django?") and, for
+// "which function (class, …)", that name one of that kind (apiAnswer), and
+// reads the best one — with the API term it sits under for a "which …"
+// task. Nothing here knows a site: only the page's structure and the
+// task's words.
 
 // literalRe finds the task's literal tokens, kept whole: ISO dates,
 // versions and dotted names (8.1.0, Environment.overlay) and identifiers with an
