@@ -32,7 +32,7 @@ const (
 var (
 	howManyRe = engine.LazyRE(`(?i)\bhow\s+(?:many|much)\b|\bnumber\s+of\b|\bcount\s+of\b`)
 	whenRe    = engine.LazyRE(`(?i)\bwhen\b|\b(?:what|which)\s+(?:date|day|year|month)\b|\brelease\s+date\b`)
-	versionRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}.+-]+\s+){0,2}(?:version|release)s?\b|\bversion\s+number\b`)
+	versionRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}.+-]+\s+){0,3}(?:version|release)s?\b|\bversion\s+number\b`)
 	commandRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,2}command\b|\bcommand\s+(?:to|that|for)\b`)
 	whoRe     = engine.LazyRE(`(?i)^\s*who\b|\bwho\s+(?:is|are|was|were|wrote|created|made|maintains|owns)\b`)
 	whyRe     = engine.LazyRE(`(?i)^\s*(?:why|how\s+(?:do|does|can|should|to))\b`)
@@ -41,13 +41,16 @@ var (
 
 // AskedType reads the answer type a task asks for; AnyAnswer when unclear.
 // The first cue in the task wins ("When was version 2.2.1 released?" asks
-// for a date, "Which version dropped …" for a version).
+// for a date, "Which version dropped …" for a version); "which exception
+// (argument, …)" asks for a name, not for the date or number a later
+// "when …" or "number of" would ("Which exception is raised when …").
 func AskedType(task string) AnswerType {
 	best, at := AnyAnswer, len(task)+1
 	for _, c := range []struct {
 		re *engine.LazyRegexp
 		t  AnswerType
-	}{{howManyRe, NumberAnswer}, {whenRe, DateAnswer}, {versionRe, VersionAnswer}, {commandRe, CommandAnswer}, {whoRe, NameAnswer}, {whyRe, ExplainAnswer}, {emailRe, EmailAnswer}} {
+	}{{howManyRe, NumberAnswer}, {whenRe, DateAnswer}, {versionRe, VersionAnswer}, {commandRe, CommandAnswer}, {whoRe, NameAnswer}, {whyRe, ExplainAnswer}, {emailRe, EmailAnswer},
+		{apiKindRe, AnyAnswer}} {
 		if loc := c.re.FindStringIndex(task); loc != nil && loc[0] < at {
 			best, at = c.t, loc[0]
 		}
@@ -70,15 +73,8 @@ func ValuesOf(t AnswerType, s string) []string {
 	switch t {
 	case VersionAnswer:
 		var out []string
-		dates := dateTok.FindAllStringIndex(s, -1)
-		for _, loc := range versionTok.FindAllStringIndex(s, -1) {
-			in := false
-			for _, d := range dates {
-				in = in || loc[0] >= d[0] && loc[1] <= d[1]
-			}
-			if !in {
-				out = append(out, s[loc[0]:loc[1]])
-			}
+		for _, loc := range versionLocs(s) {
+			out = append(out, s[loc[0]:loc[1]])
 		}
 		return out
 	case DateAnswer:
@@ -100,7 +96,10 @@ func ValuesOf(t AnswerType, s string) []string {
 
 // HasValueOf reports whether s holds a value of type t that the task does
 // not already hold (the task's own "3.6" does not answer "which version
-// dropped 3.6"). Any and explain answers always do.
+// dropped 3.6"). Any and explain answers always do. A version that dates
+// a change ("as of version 19.2.0", "New in version 2.0") answers only a
+// task that asks when something changed, not "what is the current
+// release".
 func HasValueOf(t AnswerType, s, task string) bool {
 	switch t {
 	case AnyAnswer, ExplainAnswer:
@@ -112,12 +111,54 @@ func HasValueOf(t AnswerType, s, task string) bool {
 	for _, v := range ValuesOf(t, task) {
 		own[strings.ToLower(v)] = true
 	}
+	if t == VersionAnswer && !changeRe.MatchString(task) {
+		for _, loc := range versionLocs(s) {
+			if v := s[loc[0]:loc[1]]; !own[strings.ToLower(v)] && !datesChange(s[:loc[0]]) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, v := range ValuesOf(t, s) {
 		if !own[strings.ToLower(v)] {
 			return true
 		}
 	}
 	return false
+}
+
+var (
+	// changeRe: the task asks when something changed, where a version
+	// that dates a change is the answer.
+	changeRe = engine.LazyRE(`(?i)\b(?:add|added|adds|introduc\w*|new|drop\w*|remov\w*|deprecat\w*|chang\w*|renam\w*|fix\w*|first|since|start\w*|began|begin\w*|became|appear\w*|support\w*|requir\w*|releas(?:ed|es)?)\b`)
+	// changeMarkRe: the words before a version that date a change.
+	changeMarkRe = engine.LazyRE(`(?i)\b(?:as\s+of|since|(?:new|added|changed|deprecated|removed|introduced)(?:\s+(?:since|in))?|until|prior\s+to|before|after)\s+(?:(?:version|release|v)\s*)?$`)
+)
+
+// datesChange reports whether the text before a version ends in words that
+// date a change ("… an attribute as of version").
+func datesChange(before string) bool {
+	if len(before) > 60 {
+		before = before[len(before)-60:]
+	}
+	return changeMarkRe.MatchString(before)
+}
+
+// versionLocs are the places of the version values in s (a date's digits
+// are not a version).
+func versionLocs(s string) [][]int {
+	var out [][]int
+	dates := dateTok.FindAllStringIndex(s, -1)
+	for _, loc := range versionTok.FindAllStringIndex(s, -1) {
+		in := false
+		for _, d := range dates {
+			in = in || loc[0] >= d[0] && loc[1] <= d[1]
+		}
+		if !in {
+			out = append(out, loc)
+		}
+	}
+	return out
 }
 
 // CodeLike reports whether s reads as a command or code: a first line that
@@ -158,7 +199,8 @@ type AnswerSource struct {
 // CheckAnswer returns why an answer cannot be stood behind, or "" when it
 // passes: it must not echo the task or be a heading alone, must not come
 // from an error page or (unless the task names it) another site, and must
-// be of the type the task asks for.
+// be of the type the task asks for; an answer to "which function …" must
+// name one of that kind (apiAnswer).
 func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 	a := strings.TrimSpace(answer)
 	if a == "" {
@@ -194,7 +236,7 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 	if !HasValueOf(t, a, task) {
 		return "it is not a " + string(t) + ", which the task asks for"
 	}
-	return ""
+	return apiAnswer("", a, false, parseGoal(task, startURL))
 }
 
 // sectionNumRe matches a section number as documents number their headings:

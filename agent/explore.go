@@ -84,6 +84,8 @@ type goal struct {
 	literals []string   // versions and identifiers, kept whole (8.1.0, SECRET_KEY)
 	names    []string   // proper names the task is about (Django): the answer's block or its headings must say them
 	typ      AnswerType // what kind of value is asked for
+	kind     string     // the API kind asked for ("which function …"): its answer names one
+	apiWords []string   // with kind: the words a name that answers should carry, as the task writes them
 	weak     bool       // targets are weak words, matched in link texts as they are
 }
 
@@ -180,6 +182,7 @@ func parseGoal(task, startURL string) goal {
 		}
 	}
 	g.targets = append(append([]string{}, g.attr...), g.entity...)
+	g.kind, g.apiWords = apiWords(text, g)
 	for _, n := range taskNames(text) {
 		if !context[n] && !skip[n] && !litParts[n] && !contains(g.names, n) {
 			g.names = append(g.names, n)
@@ -545,6 +548,12 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 		if n := askedIn(best, g); n == 0 && (last || !namesItem(best, g)) || n > 0 && 2*n < len(g.attr) {
 			partial = false
 		}
+		// "Which function returns the fields": a label without the kind's
+		// word names what the function is about (a parameter "fields" of
+		// type attrs.Attribute), not the function.
+		if g.kind != "" && !setOfStems(best.Label)[stem(g.kind)] {
+			partial = false
+		}
 	}
 	// No link carries the task's words: the site's search, once per run,
 	// with the task's literal or its content words.
@@ -718,11 +727,18 @@ func namesItem(lv *LabelValue, g goal) bool {
 	return len(g.entity) > 0
 }
 
-// identRe is a dotted or underscored identifier, the whole of a label.
-var identRe = engine.LazyRE(`^[A-Za-z_][A-Za-z0-9_]*(?:[._][A-Za-z0-9_]+)+(?:\(\))?$`)
+// identRe is a dotted or underscored identifier, the whole of a label,
+// with its signature if it has one (attrs.fields(cls)).
+var identRe = engine.LazyRE(`^[A-Za-z_][A-Za-z0-9_]*(?:[._][A-Za-z0-9_]+)+(?:\([^()]*\))?$`)
 
-// identLabel reports whether a label is an API name rather than words.
-func identLabel(label string) bool { return identRe.MatchString(strings.TrimSpace(label)) }
+// identLabel reports whether a label is an API name rather than words. The
+// glyph of a heading's permalink that ends a label (¶, Sphinx's U+F0C1
+// icon) is not part of the name.
+func identLabel(label string) bool {
+	return identRe.MatchString(strings.TrimRightFunc(strings.TrimSpace(label), func(r rune) bool {
+		return r == '¶' || unicode.Is(unicode.Co, r) || unicode.IsSpace(r)
+	}))
+}
 
 // namesLiteral reports whether label holds one of the task's literals.
 func namesLiteral(label string, literals []string) bool {

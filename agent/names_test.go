@@ -88,8 +88,9 @@ func TestBestValueNeedsTheTasksNames(t *testing.T) {
 // label is an API name the task does not name, or that carries fewer than
 // half of the asked-for words, is not the answer (Debian's Click docs:
 // "CompletionItem" for which shells complete, "the Command for this
-// context." for which class invokes commands in tests). A label that
-// carries the asked words still answers.
+// context." for which class invokes commands in tests; attrs' "attr.field()¶"
+// for which function returns the fields). A label that carries the asked
+// words still answers.
 func TestWeakLabelsAnswerNothing(t *testing.T) {
 	page := func(task string, labels ...LabelValue) *State {
 		return &State{Task: task, URL: "http://127.0.0.1:8080/html/api.html", Title: "API — Docs",
@@ -103,6 +104,8 @@ func TestWeakLabelsAnswerNothing(t *testing.T) {
 		{"Which shells does it support for tab completion?", LabelValue{"click.shell_completion.CompletionItem", "CompletionItem", "#c"}, false},
 		{"Which class invokes commands as command line scripts in tests?", LabelValue{"command", "the Command for this context.", "#k"}, false},
 		{"Which parameter sets the prefix for automatic environment variables?", LabelValue{"Parameters", "mode (str) – encoding (Optional[str])", "#p"}, false},
+		// A Sphinx signature's label, its permalink glyph after it (attrs: attr.field()).
+		{"Which function returns the counters of a Tally record?", LabelValue{"tally.counter()\uf0c1", "Old import path for tally.counter.", "#o"}, false},
 		{"What does shell_completion.CompletionItem hold?", LabelValue{"shell_completion.CompletionItem", "A completion value.", "#c"}, true},
 		{"What is the default branch?", LabelValue{"Default branch", "main", "#b"}, true},
 	} {
@@ -117,7 +120,8 @@ func TestWeakLabelsAnswerNothing(t *testing.T) {
 // TestPartialNeedsTheWholeItem: a partial value whose label has none of the
 // asked words answers only when it names the whole item — "Saturday" for
 // the opening hours on Saturday, not "response" for the parameter that
-// tells Requests to stop waiting for a response (Debian's Requests docs).
+// tells Requests to stop waiting for a response (Debian's Requests docs);
+// for "which function (class, …)", a label with the kind's word.
 func TestPartialNeedsTheWholeItem(t *testing.T) {
 	for _, c := range []struct {
 		task  string
@@ -128,6 +132,11 @@ func TestPartialNeedsTheWholeItem(t *testing.T) {
 		{"What are the opening hours on Saturday?", LabelValue{"Saturday", "10:00–16:00", "#s"}, 2, true},
 		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"response", "The response generated from a Request.", "#r"}, 25, false},
 		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"parameter to stop waiting", "timeout", "#t"}, 25, true},
+		// A label without the kind's word names what the function is
+		// about, not the function (attrs: "fields: list[attrs.Attribute]"
+		// in a hook's signature, for which function returns the fields).
+		{"Which function returns the counters of a Tally record?", LabelValue{"counters", "list[tally.Counter]", "#c"}, 2, false},
+		{"Which function returns the counters of a Tally record?", LabelValue{"function for counters", "tally.counters", "#f"}, 2, true},
 	} {
 		s := &State{Task: c.task, URL: "http://127.0.0.1:8080/", Title: "Requests documentation", Labels: []LabelValue{c.label}, Turn: c.turn, MaxTurns: 25}
 		a, got := answeredFrom(t, s, c.label)
@@ -151,7 +160,8 @@ func answeredFrom(t *testing.T, s *State, label LabelValue) (Action, bool) {
 // TestReadPageSkipsWholeDocuments: a page's source file shown in one pre
 // (Sphinx's "Page source", 6 KB of reStructuredText) holds the asked words
 // and the answer somewhere inside, but it is the document, not an answer;
-// the same words in a block of the rendered page are read.
+// the same words in a block of the rendered page are read (an option such
+// as --reverse-filter names what "which … option" asks for).
 func TestReadPageSkipsWholeDocuments(t *testing.T) {
 	task := "Which shell option excludes entries that have a number in a given range?"
 	usage := "-F LOW HIGH, --reverse-filter LOW HIGH: used for excluding the entries that have a number falling in the given range."
@@ -193,5 +203,138 @@ func TestExtractedDocumentIsNoAnswer(t *testing.T) {
 		if done := a.Tool == "done" && a.Value == strings.TrimSpace(text); done == long {
 			t.Errorf("extracted %d characters: next action %s %q (done with it: %v)", len(text), a.Tool, capText(a.Value, 60), done)
 		}
+	}
+}
+
+// TestCodeExampleNamesTheAskedFunction: a code example answers "which
+// function …" only when it names a function carrying the asked words as
+// the task writes them — one that merely uses tally.counter (and prints
+// "<function …>") does not say which function returns the counters
+// (Debian's attrs docs: attrs.field for attrs.fields). Read by the planner
+// and checked in CheckAnswer alike.
+func TestCodeExampleNamesTheAskedFunction(t *testing.T) {
+	task := "Which function returns the counters of a Tally record?"
+	uses := Block{Selector: "#uses", Tag: "pre", Under: "API Reference" + HeadingSep + "Counters",
+		Text: ">>> @tally.record\n... class Stock:\n...     items = tally.counter(start=1)\n>>> Stock.__init__\n<function Stock.__init__>"}
+	names := Block{Selector: "#names", Tag: "pre", Under: "API Reference" + HeadingSep + "Counters",
+		Text: ">>> tally.counters(Stock)  # the function that returns a record's counters\n(Counter(name='items', start=1),)"}
+	g := parseGoal(task, "http://127.0.0.1:8080/tally/index.html")
+	s := &State{Task: task, Title: "API Reference — Tally 4.0 documentation", Blocks: []Block{uses}}
+	if pick, ok := readPage(s, g); ok {
+		t.Fatalf("read %v: a code example that only uses tally.counter", pick.sels)
+	}
+	s.Blocks = []Block{uses, names}
+	if pick, ok := readPage(s, g); !ok || !slices.Equal(pick.sels, []string{"#names"}) {
+		t.Fatalf("readPage = %v, %v; want the example that names tally.counters", pick.sels, ok)
+	}
+	if why := CheckAnswer(task, "http://127.0.0.1:8080/", uses.Text, AnswerSource{}); why == "" {
+		t.Error("CheckAnswer passed a code example that only uses tally.counter")
+	}
+	if why := CheckAnswer(task, "http://127.0.0.1:8080/", names.Text, AnswerSource{}); why != "" {
+		t.Errorf("CheckAnswer refused the example that names tally.counters: %s", why)
+	}
+}
+
+// TestAPIAnswerNamesOne: an answer to "which function (class, …)" names
+// one — "the API reference" names none; and a parameter's entry in a field
+// list (field_transformer (callable) – a function that is called with …)
+// answers which parameter, not which function (Debian's attrs docs).
+func TestAPIAnswerNamesOne(t *testing.T) {
+	const u = "http://127.0.0.1:8080/"
+	entry := "on_count (Optional[callable]) – A function that is called with the record and all its counters before it is built."
+	for _, c := range []struct {
+		task, answer string
+		ok           bool
+	}{
+		{"Which function returns the counters of a Tally record?", "the API reference", false},
+		{"Which function returns the counters of a Tally record?", entry, false},
+		{"Which parameter is called with all the counters of a record?", entry, true},
+		{"Which function returns the counters of a Tally record?", "Call the tally.counters() function with the record class.", true},
+		{"Which class finds templates in a list of directories?", "Templates are found by the TemplateFinder class.", true},
+		{"Which argument stops the search early?", "Pass the limit argument.", true},
+		{"Which environment variable sets the PIN?", "TALLY_PIN", true},
+	} {
+		why := CheckAnswer(c.task, u, c.answer, AnswerSource{})
+		if (why == "") != c.ok {
+			t.Errorf("%q answered %q: check %q, want passed %v", c.task, c.answer, why, c.ok)
+		}
+	}
+}
+
+// TestDatedVersionIsNoRelease: "as of version 3.2.0" dates a change; it
+// answers which version added something, not what the current release is
+// (Debian's attrs docs: the __version_info__ paragraph for attrs' current
+// release). "What is the current release of …" asks for a version.
+func TestDatedVersionIsNoRelease(t *testing.T) {
+	const u = "http://127.0.0.1:8080/"
+	dated := "Code written for old and new releases can check what it runs on: the tally module has a __version_info__ attribute as of version 3.2.0."
+	if got := AskedType("What is the current release of Tally?"); got != VersionAnswer {
+		t.Errorf("AskedType = %q, want version", got)
+	}
+	for _, c := range []struct {
+		task, answer string
+		ok           bool
+	}{
+		{"What is the current release of Tally?", dated, false},
+		{"What is the current release of Tally?", "New in version 3.2.0: counters.", false},
+		{"What is the current release of Tally?", "Release 4.0.1 (what's new?)", true},
+		{"Which version added the __version_info__ attribute?", dated, true},
+		{"Since which version does Tally have __version_info__?", dated, true},
+	} {
+		why := CheckAnswer(c.task, u, c.answer, AnswerSource{})
+		if (why == "") != c.ok {
+			t.Errorf("%q answered %q: check %q, want passed %v", c.task, c.answer, why, c.ok)
+		}
+	}
+}
+
+// TestAPIKindIsNotADate: "which exception (argument, …)" asks for a name;
+// a "when …" or "number of" later in the task does not make it a date or
+// a number (Debian's attrs and Beautiful Soup docs).
+func TestAPIKindIsNotADate(t *testing.T) {
+	for task, want := range map[string]AnswerType{
+		"Which exception is raised when you assign to a frozen record?":            AnyAnswer,
+		"Which argument tells find_all to stop after a certain number of results?": AnyAnswer,
+		"When was the counters function added?":                                    DateAnswer,
+		"How many counters does the record function return?":                       NumberAnswer,
+		"Which version added the counters function?":                               VersionAnswer,
+	} {
+		if got := AskedType(task); got != want {
+			t.Errorf("AskedType(%q) = %q, want %q", task, got, want)
+		}
+	}
+}
+
+// TestAPITermIsReadWithItsBlock: on an API page, the definition under a
+// term (dt: tally.record(cls)) describes the term; for "which decorator
+// (function, …)" the term is read with it — the definition alone ("A class
+// decorator that adds counting methods using tally.counter") does not say
+// which decorator, and its one identifier is another API's (Debian's attrs
+// docs: attr.s's definition, naming attr.ib, for which decorator makes an
+// attrs class).
+func TestAPITermIsReadWithItsBlock(t *testing.T) {
+	task := "Which decorator turns a class into a Tally record?"
+	term := Block{Selector: "#tally-record", Tag: "dt", Text: "tally.record(cls, *, slots=True)", Under: "API Reference" + HeadingSep + "Core"}
+	def := Block{Selector: "#tally-record-dd", Tag: "p", Text: "A class decorator that turns a class into a record, adding counting methods using tally.counter.",
+		Under: "API Reference" + HeadingSep + "Core" + HeadingSep + term.Text}
+	g := parseGoal(task, "http://127.0.0.1:8080/tally/index.html")
+	s := &State{Task: task, Title: "API Reference — Tally 4.0 documentation", Blocks: []Block{term, def}}
+	if pick, ok := readPage(s, g); !ok || !slices.Equal(pick.sels, []string{"#tally-record", "#tally-record-dd"}) {
+		t.Fatalf("readPage = %v, %v; want the term and its definition", pick.sels, ok)
+	}
+	// Any "which …" question: the term with its definition.
+	vtask := "Which checker makes sure a Tally record holds counters?"
+	vterm := Block{Selector: "#has-counters", Tag: "dt", Text: "tally.checks.has_counters(cls)", Under: "API Reference" + HeadingSep + "Checks"}
+	vdef := Block{Selector: "#has-counters-dd", Tag: "p", Text: "A checker that makes sure the record holds counters and raises a TypeError if it holds none.",
+		Under: "API Reference" + HeadingSep + "Checks" + HeadingSep + vterm.Text}
+	vs := &State{Task: vtask, Title: "API Reference — Tally 4.0 documentation", Blocks: []Block{vterm, vdef}}
+	if pick, ok := readPage(vs, parseGoal(vtask, "http://127.0.0.1:8080/tally/index.html")); !ok || !slices.Equal(pick.sels, []string{"#has-counters", "#has-counters-dd"}) {
+		t.Fatalf("readPage = %v, %v; want the checker's term and its definition", pick.sels, ok)
+	}
+	// A question that asks for no API kind reads the definition alone.
+	g = parseGoal("What does a record class add?", "http://127.0.0.1:8080/tally/index.html")
+	s.Task = "What does a record class add?"
+	if pick, ok := readPage(s, g); ok && slices.Contains(pick.sels, "#tally-record") {
+		t.Fatalf("readPage = %v: the term read for a task that asks for no API name", pick.sels)
 	}
 }

@@ -13,9 +13,11 @@ import (
 // in the heading it sits under, keeps only blocks that hold a value of the
 // asked type (AskedType), every literal of the task (a version such as
 // 8.1.0, an identifier such as MAX_SIZE) and every proper name of it (in
-// the block, its headings or the page's title: "… in Django?"), and reads
-// the best one. Nothing
-// here knows a site: only the page's structure and the task's words.
+// the block, its headings or the page's title: "… in Django?") and, for
+// "which function (class, …)", that name one of that kind (apiAnswer), and
+// reads the best one — with the API term it sits under for a "which …"
+// task. Nothing here knows a site: only the page's structure and the
+// task's words.
 
 // literalRe finds the task's literal tokens, kept whole: ISO dates,
 // versions and dotted names (8.1.0, Environment.overlay) and identifiers with an
@@ -70,6 +72,185 @@ func hasLiteral(text, lit string) bool {
 func wordByte(b byte) bool { return b == '_' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
 func isDigit(b byte) bool  { return b >= '0' && b <= '9' }
 
+// apiKindRe finds a task asking which function (class, parameter, …) does
+// something: its answer is an API name.
+var apiKindRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}_-]+\s+){0,2}?(function|method|class|exception|error|parameter|argument|attribute|decorator|module|option|property|setting|variable|filter|hook)s?\b`)
+
+// codeIdentRe finds identifiers in code (dotted names kept whole).
+var codeIdentRe = engine.LazyRE(`[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*`)
+
+// apiWords returns the API kind a task asks for and the words a name that
+// answers it should carry: the asked-for words as the task writes them
+// ("fields" in "which function returns the fields …"; not stemmed: an API
+// name is a literal, and field is not fields), else its other content
+// words; the kind's own word and the task's literals aside.
+func apiWords(task string, g goal) (string, []string) {
+	m := apiKindRe.FindStringSubmatch(task)
+	if m == nil {
+		return "", nil
+	}
+	kind := strings.ToLower(m[1])
+	var asked, other []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(task), func(r rune) bool {
+		return !(r == '_' || r == '.' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}) {
+		w = strings.Trim(w, ".")
+		if w == "" || w == kind || stem(w) == stem(kind) || contains(g.literals, w) {
+			continue
+		}
+		switch st := stem(w); {
+		case contains(g.attr, st):
+			asked = append(asked, w)
+		case contains(g.entity, st):
+			other = append(other, w)
+		}
+	}
+	if len(asked) == 0 {
+		asked = other
+	}
+	return kind, dedupe(asked)
+}
+
+// codeNamesAsked reports whether code names an identifier, none of the
+// task's literals, one of whose parts (split at dots, underscores and inner
+// capitals) is a word a name answering the task should carry. A code
+// example answers "which function …" only so: one that merely uses
+// attrs.field does not say which function returns the fields.
+func codeNamesAsked(code string, g goal) bool {
+	for _, id := range codeIdentRe.FindAllString(code, -1) {
+		if contains(g.literals, strings.ToLower(id)) {
+			continue
+		}
+		for _, part := range identParts(id) {
+			if contains(g.apiWords, part) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// identParts splits an identifier at dots, underscores and inner capitals,
+// lower-cased: FrozenInstanceError → frozen, instance, error.
+func identParts(id string) []string {
+	var out []string
+	for _, p := range strings.FieldsFunc(id, func(r rune) bool { return r == '.' || r == '_' }) {
+		start := 0
+		for i := 1; i < len(p); i++ {
+			if p[i] >= 'A' && p[i] <= 'Z' && p[i-1] >= 'a' && p[i-1] <= 'z' {
+				out = append(out, strings.ToLower(p[start:i]))
+				start = i
+			}
+		}
+		out = append(out, strings.ToLower(p[start:]))
+	}
+	return out
+}
+
+// paramEntryRe is a parameter's entry in a Sphinx field list:
+// "name (type) – what it is".
+var paramEntryRe = engine.LazyRE(`^\s*\*{0,2}[A-Za-z_][A-Za-z0-9_]*\s*\([^)]*\)\s*[–—-]\s`)
+
+// valueKinds are the API kinds a parameter's entry can answer.
+var valueKinds = setOf("parameter", "argument", "option", "attribute", "setting", "variable", "property")
+
+// apiAnswer says why text (read with the API term it sits under, if any)
+// cannot answer a task asking which function (class, parameter, …) does
+// something, or "": it must name one (namesAPI; the term does); a code
+// example must name one with the asked words (codeNamesAsked); a
+// parameter's entry (field_transformer (callable) – a function that …)
+// answers only a task asking for a parameter, not for the function.
+func apiAnswer(term, text string, code bool, g goal) string {
+	switch {
+	case g.kind == "":
+		return ""
+	case !(term != "" && namesAPI(term, g)) && !namesAPI(text, g):
+		return "it names no " + g.kind + ", which the task asks for"
+	case (code || codeExample(text)) && !codeNamesAsked(text, g):
+		return "it is a code example that names no " + g.kind + " with the task's words"
+	case paramEntryRe.MatchString(text) && !valueKinds[stem(g.kind)]:
+		return "it is a parameter's entry, not the " + g.kind + " the task asks for"
+	}
+	return ""
+}
+
+// namesAPI reports whether an answer to "which function (class, …)" names
+// one: a bare name, an identifier (dotted, underscored, called, or in
+// camel case: tally.counters, text_error_template, diagnose(),
+// TemplateLookup) that is none of the task's literals, or the word next to
+// the kind's own ("the limit argument"). "the API reference" names none.
+func namesAPI(a string, g goal) bool {
+	f := strings.Fields(a)
+	if len(f) == 1 {
+		return true
+	}
+	for i, w := range f {
+		w = strings.Trim(w, ",;:!?\"'“”‘’«»")
+		lw := strings.ToLower(strings.TrimSuffix(strings.TrimRight(w, "."), "()"))
+		if apiIdent(strings.TrimRight(w, ".")) && !contains(g.literals, lw) {
+			return true
+		}
+		if stem(lw) != stem(g.kind) {
+			continue
+		}
+		for _, j := range []int{i - 1, i + 1} {
+			if j < 0 || j >= len(f) {
+				continue
+			}
+			n := strings.ToLower(strings.Trim(f[j], ",;:.!?\"'“”‘’«»()"))
+			if n != "" && !stopWords[stem(n)] && !g.words[stem(n)] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// whichRe: the task asks which thing (a name), "Which validator …".
+var whichRe = engine.LazyRE(`(?i)^\s*which\s+[\p{L}_-]+`)
+
+// apiTerm reports whether a definition list's term is an API name
+// (attr.s(these=None, …), class attrs.Attribute(…)), not a field list's
+// "Parameters" or a glossary's word.
+func apiTerm(dt string) bool {
+	for _, w := range strings.Fields(dt) {
+		if apiIdent(strings.Trim(w, ",;:")) {
+			return true
+		}
+	}
+	return false
+}
+
+// apiIdent reports whether a word is written as an API name (or as a
+// command-line option, which names one too: "which option …").
+func apiIdent(w string) bool {
+	if strings.Contains(w, "(") || strings.Contains(w, "_") || optionRe.MatchString(w) {
+		return true
+	}
+	for i := 1; i < len(w); i++ {
+		prev, c := w[i-1], w[i]
+		if c >= 'A' && c <= 'Z' && prev >= 'a' && prev <= 'z' {
+			return true // camelCase, CamelCase
+		}
+		if prev == '.' && i >= 2 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') && w[i-2] != '.' {
+			return true // a dotted name, not an ellipsis
+		}
+	}
+	return false
+}
+
+// optionRe matches a command-line option's name: -F, --format-table,
+// --number-type=TYPE.
+var optionRe = engine.LazyRE(`^--?[A-Za-z][A-Za-z0-9-]*(?:=\S*)?$`)
+
+// codeExample reports whether an answer reads as code: an interactive
+// session or a shell line (">>> …", "$ …"), or a command-like first line
+// with code's punctuation (a call, an assignment).
+func codeExample(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.HasPrefix(s, ">>>") || strings.HasPrefix(s, "$ ") || CodeLike(s) && strings.ContainsAny(s, "()=[]{}")
+}
+
 // typeNouns are the words that name an answer type.
 var typeNouns = map[AnswerType][]string{
 	CommandAnswer: {"command"},
@@ -108,7 +289,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 		total += w
 	}
 	headingOf := map[string]int{} // heading text → index of its block
-	best, bestI := 0.0, -1
+	best, bestI, bestTerm := 0.0, -1, -1
 	var bestHead string
 	for i, b := range s.Blocks {
 		isHead := b.Level > 0 || b.Tag == "dt"
@@ -144,6 +325,18 @@ func readPage(s *State, g goal) (readPick, bool) {
 		// A proper name of the task (Django) that neither the block nor
 		// its place names: the block is about something else.
 		if !g.named(own, ctx) {
+			continue
+		}
+		// "Which function …": a block that names one of the asked kind.
+		// Under an API page's term (a definition list's dt: attr.s(…)),
+		// the term is the name the block describes: for "which …" (a
+		// validator, a decorator) read with it — "A validator that raises
+		// a TypeError if …" says what, not which.
+		term, termText := -1, ""
+		if hi, ok := headingOf[nearest]; ok && (g.kind != "" || whichRe.MatchString(s.Task) && g.typ == AnyAnswer) && s.Blocks[hi].Tag == "dt" && apiTerm(s.Blocks[hi].Text) {
+			term, termText = hi, s.Blocks[hi].Text
+		}
+		if apiAnswer(termText, b.Text, b.Tag == "pre" || b.Tag == "code", g) != "" {
 			continue
 		}
 		near := setOfStems(nearest)
@@ -212,7 +405,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 			score -= 0.1 // a value sits in a short block
 		}
 		if score > best {
-			best, bestI, bestHead = score, i, head
+			best, bestI, bestHead, bestTerm = score, i, head, term
 		}
 	}
 	if bestI < 0 {
@@ -225,6 +418,9 @@ func readPage(s *State, g goal) (readPick, bool) {
 		return readPick{}, false
 	}
 	pick := readPick{sels: []string{s.Blocks[bestI].Selector}, score: best}
+	if bestTerm >= 0 {
+		pick.sels = []string{s.Blocks[bestTerm].Selector, s.Blocks[bestI].Selector}
+	}
 	if g.typ == ExplainAnswer {
 		// An explanation is the section: the blocks under the same heading.
 		under := s.Blocks[bestI].Under
