@@ -74,6 +74,10 @@ type Store struct {
 	watchOnce sync.Once
 	watch     atomic.Pointer[watch]
 
+	// noSyncFS: syncfs(2) failed as unavailable once (syncfs_linux.go); the
+	// batches of this Store take the per-file fsync path from then on.
+	noSyncFS atomic.Bool
+
 	// dirFile is the tree's directory, opened on first use by openNoLinks.
 	dirOnce sync.Once
 	dirFile *os.File
