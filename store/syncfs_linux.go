@@ -4,8 +4,11 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,4 +41,47 @@ func syncFS(f *os.File) error {
 		return &fs.PathError{Op: "syncfs", Path: f.Name(), Err: serr}
 	}
 	return nil
+}
+
+// dirtyBytes reports the machine's dirty and under-writeback page cache
+// (/proc/meminfo); a variable so that tests can stand in for it.
+var dirtyBytes = func() (int64, error) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	return parseDirty(data)
+}
+
+// parseDirty sums the Dirty and Writeback lines (kB) of /proc/meminfo.
+func parseDirty(meminfo []byte) (int64, error) {
+	var sum int64
+	found := 0
+	for _, line := range strings.Split(string(meminfo), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || name != "Dirty" && name != "Writeback" {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("/proc/meminfo: %q", line)
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/meminfo: %q: %w", line, err)
+		}
+		sum += kb << 10
+		found++
+	}
+	if found != 2 {
+		return 0, errors.New("/proc/meminfo: no Dirty and Writeback lines")
+	}
+	return sum, nil
+}
+
+// dirtyBelow reports whether the machine has less than max bytes dirty or
+// being written back; false when that cannot be read (the fsync path).
+func dirtyBelow(max int64) bool {
+	n, err := dirtyBytes()
+	return err == nil && n < max
 }

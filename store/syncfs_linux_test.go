@@ -55,11 +55,20 @@ func batchSteps(t *testing.T, fail func(step string, group int) error) func() []
 		return nil
 	}
 	t.Cleanup(func() { batchFault = nil })
+	cleanMachine(t)
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]string(nil), steps...)
 	}
+}
+
+// cleanMachine stands in for /proc/meminfo while t runs: nothing dirty
+// (other processes' writes must not change which path a test sees).
+func cleanMachine(t testing.TB) {
+	real := dirtyBytes
+	dirtyBytes = func() (int64, error) { return 0, nil }
+	t.Cleanup(func() { dirtyBytes = real })
 }
 
 // version reads which version (syncBatch's v) the files of group g hold:
@@ -115,7 +124,9 @@ func TestBatchSyncFS(t *testing.T) {
 	s := testStore(t, nil)
 	n := syncFSMin/3 + 1
 	sites, facts, exps := syncBatch(n, 1)
-	if _, _, err := s.PutBatch(ctx, sites, facts, exps, nil); err != nil {
+	_, cached, err := s.PutBatch(ctx, sites, facts, exps, nil)
+	cached()
+	if err != nil {
 		t.Fatal(err)
 	}
 	sites, facts, exps = syncBatch(n, 2)
@@ -126,7 +137,7 @@ func TestBatchSyncFS(t *testing.T) {
 		}
 		return nil
 	})
-	_, cached, err := s.PutBatch(ctx, sites, facts, exps, nil)
+	_, cached, err = s.PutBatch(ctx, sites, facts, exps, nil)
 	cached()
 	if err != nil {
 		t.Fatal(err)
@@ -143,12 +154,52 @@ func TestBatchSyncFS(t *testing.T) {
 	// A small batch: an fsync per temporary file and per directory.
 	steps = batchSteps(t, nil)
 	sites, facts, exps = syncBatch(2, 3)
-	if _, _, err := s.PutBatch(ctx, sites, facts, exps, nil); err != nil {
+	_, cached, err = s.PutBatch(ctx, sites, facts, exps, nil)
+	cached()
+	if err != nil {
 		t.Fatal(err)
 	}
 	want = []string{"write -1", "rename 0", "fsync group 0", "rename 1", "fsync group 1", "rename 2", "fsync group 2"}
 	if got := steps(); strings.Join(got, ", ") != strings.Join(want, ", ") {
 		t.Fatalf("steps of a batch of 6 files:\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestBatchSyncFSDirty: with more than syncFSMaxDirty of the machine's
+// page cache dirty, or /proc/meminfo unreadable, a large batch takes the
+// fsync path (syncfs would first write all of that back); parseDirty reads
+// this machine's /proc/meminfo.
+func TestBatchSyncFSDirty(t *testing.T) {
+	if _, err := dirtyBytes(); err != nil {
+		t.Fatalf("reading this machine's /proc/meminfo: %v", err)
+	}
+	n, err := parseDirty([]byte("MemTotal:       24683584 kB\nDirty:             79068 kB\nWriteback:           100 kB\nWritebackTmp:          7 kB\n"))
+	if err != nil || n != (79068+100)<<10 {
+		t.Fatalf("parseDirty: %d, %v", n, err)
+	}
+	if _, err := parseDirty([]byte("Dirty: 12 kB\n")); err == nil {
+		t.Fatal("parseDirty without a Writeback line: no error")
+	}
+	ctx := context.Background()
+	s := testStore(t, nil)
+	k := syncFSMin/3 + 1
+	for i, dirty := range []func() (int64, error){
+		func() (int64, error) { return syncFSMaxDirty, nil },
+		func() (int64, error) { return 0, errors.New("no /proc") },
+	} {
+		steps := batchSteps(t, nil)
+		dirtyBytes = dirty
+		sites, facts, exps := syncBatch(k, i+1)
+		_, cached, err := s.PutBatch(ctx, sites, facts, exps, nil)
+		cached()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range steps() {
+			if strings.HasPrefix(st, "syncfs") {
+				t.Fatalf("case %d: a batch of %d files took syncfs on a dirty machine: %v", i, 3*k, steps())
+			}
+		}
 	}
 }
 
@@ -195,7 +246,9 @@ func TestBatchSyncFSFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := testStore(t, nil)
 			sites, facts, exps := syncBatch(n, 1)
-			if _, _, err := s.PutBatch(ctx, sites, facts, exps, nil); err != nil {
+			_, cached, err := s.PutBatch(ctx, sites, facts, exps, nil)
+			cached()
+			if err != nil {
 				t.Fatal(err)
 			}
 			var mu sync.Mutex
@@ -208,7 +261,7 @@ func TestBatchSyncFSFailures(t *testing.T) {
 				return tc.fail(step, g, c)
 			})
 			sites, facts, exps = syncBatch(n, 2)
-			_, cached, err := s.PutBatch(ctx, sites, facts, exps, nil)
+			_, cached, err = s.PutBatch(ctx, sites, facts, exps, nil)
 			cached()
 			if (err != nil) != tc.wantErr || tc.wantErr && !errors.Is(err, boom) && !errors.Is(err, unix.EIO) {
 				t.Fatalf("PutBatch: %v (want an error: %v)", err, tc.wantErr)
@@ -227,12 +280,86 @@ func TestBatchSyncFSFailures(t *testing.T) {
 			}
 			steps = batchSteps(t, nil)
 			sites, facts, exps = syncBatch(n, 3)
-			if _, _, err := s.PutBatch(ctx, sites, facts, exps, nil); err != nil {
+			_, cached, err = s.PutBatch(ctx, sites, facts, exps, nil)
+			cached()
+			if err != nil {
 				t.Fatal(err)
 			}
 			if got := steps(); got[1] != "rename 0" || got[2] != "fsync group 0" {
 				t.Fatalf("the next batch of the Store tried syncfs again: %v", got)
 			}
+		})
+	}
+}
+
+// BenchmarkBatchDurable: a consolidation-sized PutBatch (n site entries,
+// facts and experience records, every one changed), made durable by syncfs
+// and by fsyncs, the two alternated within each iteration (the same tree,
+// the same versions' sizes); ms/syncfs and ms/fsync are the batch's wall
+// until PutBatch returns (its decoded cache waited for untimed). dirty-MB:
+// that many MB written to another file of the same file system without an
+// fsync before each batch — other processes' dirty data, which syncfs
+// flushes too. PEM_BENCH_BATCH sets n (default 1,000: 3,000 files).
+func BenchmarkBatchDurable(b *testing.B) {
+	n := 1000
+	if v := os.Getenv("PEM_BENCH_BATCH"); v != "" {
+		fmt.Sscan(v, &n)
+	}
+	for _, dirtyMB := range []int{0, 256} {
+		b.Run(fmt.Sprintf("dirty-MB=%d", dirtyMB), func(b *testing.B) {
+			ctx := context.Background()
+			dir := b.TempDir()
+			if _, err := Init(ctx, dir); err != nil {
+				b.Fatal(err)
+			}
+			junk := make([]byte, 1<<20)
+			for i := range junk {
+				junk[i] = byte(i * 7)
+			}
+			dirty := func() {
+				if dirtyMB == 0 {
+					return
+				}
+				f, err := os.Create(filepath.Join(b.TempDir(), "dirty"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := 0; i < dirtyMB; i++ {
+					f.Write(junk)
+				}
+				f.Close()
+			}
+			cleanMachine(b)
+			v := 1
+			batch := func(s *Store) time.Duration {
+				v++
+				sites, facts, exps := syncBatch(n, v)
+				dirty()
+				t0 := time.Now()
+				_, cached, err := s.PutBatch(ctx, sites, facts, exps, nil)
+				d := time.Since(t0)
+				cached()
+				if err != nil {
+					b.Fatal(err)
+				}
+				return d
+			}
+			s, err := Open(dir, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			batch(s)
+			var tSync, tFsync time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s.noSyncFS.Store(false)
+				tSync += batch(s)
+				s.noSyncFS.Store(true)
+				tFsync += batch(s)
+			}
+			b.ReportMetric(float64(tSync.Microseconds())/1e3/float64(b.N), "ms/syncfs")
+			b.ReportMetric(float64(tFsync.Microseconds())/1e3/float64(b.N), "ms/fsync")
 		})
 	}
 }
