@@ -241,10 +241,9 @@ func apply(ctx context.Context, st *store.Store, repo *gitrepo.Repo, plan *Chang
 		}
 		tl.mark("journal the commits")
 	}
-	// One batch (store.PutBatch): every file goes to a durable temporary
+	// One batch (store.PutBatch): every file goes to an fsynced temporary
 	// file first, all at once; then the site entries are renamed into place
-	// (made durable: one syncfs, or their directories fsynced), then all
-	// facts, then all experience — so
+	// (their directories fsynced), then all facts, then all experience — so
 	// every site entry is durable before any facts file changes (a site is
 	// a join: a run killed after writing one folds the same runs into it
 	// again with the same result), and each entry's facts before its

@@ -24,12 +24,7 @@
 //     file is an error naming its path (engine.ErrCorrupt), never silently
 //     reset, and listing never reads file contents, so the rest still loads.
 //   - Atomic, crash-safe writes: temporary file, fsync, rename (link for
-//     traces, so an id is never overwritten), fsync of the directory. A
-//     large batch (PutBatch, PutRecords, PutSites: ≥ 256 changed files, on
-//     Linux, with < 64 MiB of the machine's page cache dirty) makes its
-//     temporary files and then each group's renames durable with one
-//     syncfs(2) each instead; elsewhere, or where syncfs is unavailable
-//     (ENOSYS, EPERM), it fsyncs (fs.go, writeGroups).
+//     traces, so an id is never overwritten), fsync of the directory.
 //   - Confinement: every access goes through one os.Root; names are
 //     validated, reserved names (.git, CON, …) and symlinks refused.
 //   - One writer lock per tree across processes: flock on .pem.lock.

@@ -28,9 +28,6 @@ import (
 // errTooBig marks a file over its cap on read.
 var errTooBig = errors.New("over the size cap")
 
-// errSyncFSUnavailable: syncfs(2) cannot be used here (syncfs_linux.go).
-var errSyncFSUnavailable = errors.New("syncfs unavailable")
-
 func unsafeSymlink(rel string) error {
 	return fmt.Errorf("%w: %s is a symbolic link; pem refuses links inside the tree: replace it with a plain file or directory", engine.ErrUnsafePath, rel)
 }
@@ -439,9 +436,9 @@ func (w *fileWrite) unchanged() (bool, error) {
 	return bytes.Equal(old, w.data), nil
 }
 
-// writeTemp writes w's bytes to a new temporary file in its directory and,
-// if fsync, fsyncs it (same naming as Store.writeTemp).
-func (w *fileWrite) writeTemp(fsync bool) error {
+// writeTemp writes w's bytes to a new temporary file in its directory and
+// fsyncs it (same naming as Store.writeTemp).
+func (w *fileWrite) writeTemp() error {
 	r := w.dir.root
 	for attempt := 0; ; attempt++ {
 		var rnd [6]byte
@@ -456,35 +453,20 @@ func (w *fileWrite) writeTemp(fsync bool) error {
 		if err != nil {
 			return fmt.Errorf("writing %s: %w", w.dir.rel+"/"+tmp, err)
 		}
-		w.tmp = tmp // removed by the batch if anything fails from here on
-		err = batchStep("write", func() error { _, err := f.Write(w.data); return err })
-		if err == nil && fsync {
+		_, err = f.Write(w.data)
+		if err == nil {
 			err = f.Sync()
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
+			_ = r.Remove(tmp)
 			return fmt.Errorf("writing %s: %w", w.dir.rel+"/"+tmp, err)
 		}
+		w.tmp = tmp
 		return nil
 	}
-}
-
-// syncTemp fsyncs w's temporary file, written without: the fallback when
-// syncfs turns out to be unavailable.
-func (w *fileWrite) syncTemp() error {
-	f, err := w.dir.root.Open(w.tmp)
-	if err == nil {
-		err = f.Sync()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("syncing %s: %w", w.dir.rel+"/"+w.tmp, err)
-	}
-	return nil
 }
 
 func (d *batchDir) sync() error {
@@ -552,59 +534,14 @@ func forEach(n, workers int, fn func(i int) error) error {
 	return first
 }
 
-// syncFSMin is the fewest changed files for which a batch syncs through
-// syncfs(2) instead of an fsync per file and per directory. syncfs flushes
-// the whole file system, other processes' dirty data too, so a small batch
-// (a PutSites of a few entries, a PutRecords of one or two) keeps its
-// fsyncs; a consolidation's thousands of files pay two or three journal
-// commits instead (docs/performance.md, the s22sync round).
-const syncFSMin = 256
-
-// syncFSMaxDirty: above this much dirty or in-flight data on the machine
-// (/proc/meminfo Dirty + Writeback), a batch takes the fsync path however
-// large: syncfs would write all of it back first (measured ~3 ms a MB: 512
-// MB dirty made the consolidation's write phase 1.2–1.7 s slower, where
-// fsyncs do not wait for other files).
-const syncFSMaxDirty = 64 << 20
-
-// batchFault, when set (by tests only), is asked before each step of a
-// batch's durable write ("write", "syncfs temps", "fsync temps", "rename",
-// "syncfs group", "fsync group"; group is the group's index, -1 before the
-// renames) and may fail it instead: the step is then not taken.
-var batchFault func(step string, group int) error
-
-func batchStep(name string, do func() error) error {
-	return batchGroupStep(name, -1, do)
-}
-
-func batchGroupStep(name string, group int, do func() error) error {
-	if batchFault != nil {
-		if err := batchFault(name, group); err != nil {
-			return err
-		}
-	}
-	return do()
-}
-
 // writeGroups writes files atomically in groups, each group in place
 // (and durable) before the next one starts: every changed file of every
-// group goes to a temporary file first, all of them made durable, then the
-// groups in order are renamed into place and made durable. A file that
-// already holds its bytes is left alone (bytes and mtime). placed is called
-// after each rename. A failure leaves the groups before the failing one in
-// place, and removes the temporary files not renamed; a failure before the
-// renames places nothing.
-//
-// Durable how: with at least syncFSMin changed files (and on Linux) the
-// temporary files are written without an fsync each and flushed by one
-// syncfs of the tree's file system, and each group's renames by one more;
-// otherwise each temporary file is fsynced (syncWorkers at once, which the
-// file system commits together) and each group's directories once each.
-// syncfs reports a writeback error of any file of that file system since
-// the batch opened the tree (Linux ≥ 5.8): the batch fails with it, even
-// when the failed write was not the batch's own. Where syncfs is
-// unavailable (ENOSYS, EPERM, not Linux) the batch fsyncs its temporary
-// files instead and takes the fsync path from there on.
+// group goes to an fsynced temporary file first, then the groups in order
+// are renamed into place and their directories fsynced, once per
+// directory. A file that already holds its bytes is left alone (bytes and
+// mtime). placed is called after each rename. It returns whether each
+// file was written, group by group. A failure leaves the groups before
+// the failing one in place, and removes the temporary files not renamed.
 func (s *Store) writeGroups(ctx context.Context, groups [][]*fileWrite, placed func(rel string)) error {
 	dirs := map[string]*batchDir{}
 	defer func() {
@@ -636,59 +573,24 @@ func (s *Store) writeGroups(ctx context.Context, groups [][]*fileWrite, placed f
 			}
 		}
 	}()
-	change := make([]bool, len(all))
 	err := forEach(len(all), syncWorkers, func(i int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		same, err := all[i].unchanged()
+		w := all[i]
+		same, err := w.unchanged()
 		if err != nil {
-			return fmt.Errorf("reading %s: %w", all[i].rel, err)
+			return fmt.Errorf("reading %s: %w", w.rel, err)
 		}
-		change[i] = !same
-		return nil
+		if same {
+			return nil
+		}
+		return w.writeTemp()
 	})
 	if err != nil {
 		return err
 	}
-	var todo []*fileWrite
-	for i, w := range all {
-		if change[i] {
-			todo = append(todo, w)
-		}
-	}
-	// fsf: the tree's directory, for syncfs; nil on the fsync path. Opened
-	// before the writes, so that syncfs reports their writeback errors.
-	var fsf *os.File
-	if len(todo) >= syncFSMin && !s.noSyncFS.Load() && dirtyBelow(syncFSMaxDirty) {
-		if fsf, err = s.root.Open("."); err != nil {
-			return fmt.Errorf("opening the tree: %w", err)
-		}
-		defer fsf.Close()
-	}
-	err = forEach(len(todo), syncWorkers, func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return todo[i].writeTemp(fsf == nil)
-	})
-	if err != nil {
-		return err
-	}
-	if fsf != nil {
-		err := batchStep("syncfs temps", func() error { return syncFS(fsf) })
-		if errors.Is(err, errSyncFSUnavailable) {
-			s.noSyncFS.Store(true)
-			fsf = nil
-			err = forEach(len(todo), syncWorkers, func(i int) error {
-				return batchStep("fsync temps", todo[i].syncTemp)
-			})
-		}
-		if err != nil {
-			return fmt.Errorf("syncing the temporary files: %w", err)
-		}
-	}
-	for gi, g := range groups {
+	for _, g := range groups {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -698,7 +600,7 @@ func (s *Store) writeGroups(ctx context.Context, groups [][]*fileWrite, placed f
 			if w.tmp == "" {
 				continue
 			}
-			if err := batchGroupStep("rename", gi, func() error { return w.dir.root.Rename(w.tmp, w.name) }); err != nil {
+			if err := w.dir.root.Rename(w.tmp, w.name); err != nil {
 				return fmt.Errorf("renaming %s into place: %w", w.rel, err)
 			}
 			w.tmp, w.placed = "", true
@@ -710,20 +612,7 @@ func (s *Store) writeGroups(ctx context.Context, groups [][]*fileWrite, placed f
 				placed(w.rel)
 			}
 		}
-		if len(toSync) == 0 {
-			continue
-		}
-		if fsf != nil {
-			// Unavailable cannot come now (it worked for the temporary files).
-			if err := batchGroupStep("syncfs group", gi, func() error { return syncFS(fsf) }); err != nil {
-				return fmt.Errorf("syncing the renames: %w", err)
-			}
-			continue
-		}
-		err := forEach(len(toSync), syncWorkers, func(i int) error {
-			return batchGroupStep("fsync group", gi, toSync[i].sync)
-		})
-		if err != nil {
+		if err := forEach(len(toSync), syncWorkers, func(i int) error { return toSync[i].sync() }); err != nil {
 			return err
 		}
 	}

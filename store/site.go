@@ -45,9 +45,8 @@ func (s *Store) PutSite(ctx context.Context, site *engine.Site) (string, error) 
 
 // PutSites writes many site entries, each as PutSite would (canonical
 // form, atomic, an unchanged file left alone, durable when it returns), as
-// one batch the way PutRecords writes: durable temporary files, then every
-// rename, made durable once (writeGroups: syncfs for a large batch, else
-// each directory fsynced once) — a consolidation updates hundreds of
+// one batch the way PutRecords writes: fsynced temporary files, then every
+// rename, each directory fsynced once — a consolidation updates hundreds of
 // them a run, and one PutSite each cost a file fsync and a directory fsync.
 // placed, if not nil, is called after each file is renamed into place. It
 // returns the paths of all entries, written or unchanged.

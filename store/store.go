@@ -74,10 +74,6 @@ type Store struct {
 	watchOnce sync.Once
 	watch     atomic.Pointer[watch]
 
-	// noSyncFS: syncfs(2) failed as unavailable once (syncfs_linux.go); the
-	// batches of this Store take the per-file fsync path from then on.
-	noSyncFS atomic.Bool
-
 	// dirFile is the tree's directory, opened on first use by openNoLinks.
 	dirOnce sync.Once
 	dirFile *os.File
@@ -594,11 +590,10 @@ func (s *Store) writeRecord(rel string, format int, kind string, v any) (string,
 // PutRecords writes many facts and experience records, each as PutFacts and
 // PutExperience would (canonical form, atomic, unchanged files left alone,
 // durable when it returns), but as one batch that costs far fewer system
-// calls and syncs: every changed file is written to a temporary file first
-// and all are made durable (one syncfs for a large batch, else fsyncs many
-// at once, so the file system commits them together: writeGroups); then
-// all facts are renamed into place and made durable (one syncfs, or their
-// directories fsynced once each); then the same for all experience. So every
+// calls and syncs: every changed file is written to an fsynced temporary
+// file first (many at once, so the file system commits the syncs
+// together); then all facts are renamed into place and their directories
+// fsynced, once per directory; then the same for all experience. So every
 // facts file is in place, durably, before any experience file changes —
 // the order consolidation relies on (docs/consolidation.md). placed, if not
 // nil, is called after each file is renamed into place. It returns the
@@ -622,8 +617,8 @@ func (s *Store) PutRecordsCaching(ctx context.Context, facts []*engine.Facts, ex
 
 // PutBatch is PutSites and then PutRecordsCaching as one batch, the way a
 // consolidation writes: the temporary files of all three kinds are written
-// and made durable at once, then the site entries are renamed into place
-// and made durable, then the facts, then the experience — so
+// and fsynced at once, then the site entries are renamed into place and
+// their directories fsynced, then the facts, then the experience — so
 // every site entry is durable before any facts file changes, and every
 // facts file before any experience file, as with the calls one after the
 // other, and no file is placed when any temporary file fails. It returns
