@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -241,7 +240,7 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 
 // sectionNumRe matches a section number as documents number their headings:
 // numbers joined by dots, ending in a dot.
-var sectionNumRe = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*\.$`)
+var sectionNumRe = engine.LazyRE(`^[0-9]+(\.[0-9]+)*\.$`)
 
 // errorPage says why a page is an error page, or "".
 func errorPage(u string, status int, text string) string {
