@@ -338,3 +338,28 @@ func TestAPITermIsReadWithItsBlock(t *testing.T) {
 		t.Fatalf("readPage = %v: the term read for a task that asks for no API name", pick.sels)
 	}
 }
+
+// TestCallNamesNoAttribute: a sentence that names only functions, written
+// as calls, does not answer which attribute (parameter, …): bidict's docs
+// answered "Which attribute of a bidict gives access to the inverse
+// items?" with namedbidict()'s description, recorded as a success and
+// served at P2. The attribute itself, or a function for "which function",
+// still answers.
+func TestCallNamesNoAttribute(t *testing.T) {
+	const u = "http://127.0.0.1:8080/other-bidict-types.html"
+	named := "bidict.namedbidict(), inspired by collections.namedtuple(), allows you to easily generate a new bidirectional mapping type with custom attribute-based access to forward and inverse mappings:"
+	for _, c := range []struct {
+		task, answer string
+		ok           bool
+	}{
+		{"Which attribute of a bidict gives access to the inverse items?", named, false},
+		{"Which attribute of a bidict gives access to the inverse items?", "A bidict maintains a special bidict.inverse attribute giving access to inverse items.", true},
+		{"Which parameter stops the waiting?", "Call requests.get() with the timeout parameter.", true},
+		{"Which function generates a bidirectional mapping type with attribute-based access?", named, true},
+	} {
+		why := apiAnswer("", c.answer, false, parseGoal(c.task, u))
+		if (why == "") != c.ok {
+			t.Errorf("%q answered with %q: %q, want ok %v", c.task, capText(c.answer, 50), why, c.ok)
+		}
+	}
+}

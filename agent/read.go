@@ -178,7 +178,9 @@ func apiAnswer(term, text string, code bool, g goal) string {
 // one: a bare name, an identifier (dotted, underscored, called, or in
 // camel case: tally.counters, text_error_template, diagnose(),
 // TemplateLookup) that is none of the task's literals, or the word next to
-// the kind's own ("the limit argument"). "the API reference" names none.
+// the kind's own ("the limit argument"). "the API reference" names none,
+// and a function written as a call (namedbidict()) names no attribute,
+// parameter or other value.
 func namesAPI(a string, g goal) bool {
 	f := strings.Fields(a)
 	if len(f) == 1 {
@@ -188,6 +190,9 @@ func namesAPI(a string, g goal) bool {
 		w = strings.Trim(w, ",;:!?\"'“”‘’«»")
 		lw := strings.ToLower(strings.TrimSuffix(strings.TrimRight(w, "."), "()"))
 		if apiIdent(strings.TrimRight(w, ".")) && !contains(g.literals, lw) {
+			if valueKinds[stem(g.kind)] && strings.HasSuffix(strings.TrimRight(w, "."), "()") {
+				continue // a function (namedbidict()), not the attribute (parameter, …) asked for
+			}
 			return true
 		}
 		if stem(lw) != stem(g.kind) {
