@@ -343,8 +343,9 @@ func TestAPITermIsReadWithItsBlock(t *testing.T) {
 // as calls, does not answer which attribute (parameter, …): bidict's docs
 // answered "Which attribute of a bidict gives access to the inverse
 // items?" with namedbidict()'s description, recorded as a success and
-// served at P2. The attribute itself, or a function for "which function",
-// still answers.
+// served at P2, and once that was refused with a paragraph naming the class
+// BidictBase. The attribute itself, a constant for "which setting", a class
+// for "which class" or a function for "which function" still answer.
 func TestCallNamesNoAttribute(t *testing.T) {
 	const u = "http://127.0.0.1:8080/other-bidict-types.html"
 	named := "bidict.namedbidict(), inspired by collections.namedtuple(), allows you to easily generate a new bidirectional mapping type with custom attribute-based access to forward and inverse mappings:"
@@ -354,6 +355,10 @@ func TestCallNamesNoAttribute(t *testing.T) {
 	}{
 		{"Which attribute of a bidict gives access to the inverse items?", named, false},
 		{"Which attribute of a bidict gives access to the inverse items?", "A bidict maintains a special bidict.inverse attribute giving access to inverse items.", true},
+		// The next run's answer: a class's name is no attribute either.
+		{"Which attribute of a bidict gives access to the inverse items?", "BidictBase realizes when a subclass is not its own inverse, and dynamically generates the inverse class for you: ElementBySymbolBidictInv.", false},
+		{"Which setting names the session cookie?", "Set SESSION_COOKIE_NAME to change it.", true},
+		{"Which class of bidict keeps the order of its items?", "OrderedBidict is a mutable bidirectional mapping that preserves the ordering of its items.", true},
 		{"Which parameter stops the waiting?", "Call requests.get() with the timeout parameter.", true},
 		{"Which function generates a bidirectional mapping type with attribute-based access?", named, true},
 	} {

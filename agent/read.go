@@ -179,8 +179,8 @@ func apiAnswer(term, text string, code bool, g goal) string {
 // camel case: tally.counters, text_error_template, diagnose(),
 // TemplateLookup) that is none of the task's literals, or the word next to
 // the kind's own ("the limit argument"). "the API reference" names none,
-// and a function written as a call (namedbidict()) names no attribute,
-// parameter or other value.
+// and a function written as a call (namedbidict()) or a class's name
+// (BidictBase) names no attribute, parameter or other value.
 func namesAPI(a string, g goal) bool {
 	f := strings.Fields(a)
 	if len(f) == 1 {
@@ -190,8 +190,8 @@ func namesAPI(a string, g goal) bool {
 		w = strings.Trim(w, ",;:!?\"'“”‘’«»")
 		lw := strings.ToLower(strings.TrimSuffix(strings.TrimRight(w, "."), "()"))
 		if apiIdent(strings.TrimRight(w, ".")) && !contains(g.literals, lw) {
-			if valueKinds[stem(g.kind)] && strings.HasSuffix(strings.TrimRight(w, "."), "()") {
-				continue // a function (namedbidict()), not the attribute (parameter, …) asked for
+			if valueKinds[stem(g.kind)] && (strings.HasSuffix(strings.TrimRight(w, "."), "()") || className(strings.TrimRight(w, "."))) {
+				continue // a function (namedbidict()) or a class (BidictBase), not the attribute (parameter, …) asked for
 			}
 			return true
 		}
@@ -242,6 +242,17 @@ func apiIdent(w string) bool {
 		}
 	}
 	return false
+}
+
+// className reports whether an identifier is written as a class's name:
+// its last dotted part in CapWords (BidictBase, attrs.Attribute), not a
+// constant's capitals (SESSION_COOKIE_NAME) nor a lower-case name.
+func className(id string) bool {
+	last := id[strings.LastIndex(id, ".")+1:]
+	if last == "" || last[0] < 'A' || last[0] > 'Z' {
+		return false
+	}
+	return strings.ContainsFunc(last, func(r rune) bool { return r >= 'a' && r <= 'z' })
 }
 
 // optionRe matches a command-line option's name: -F, --format-table,
