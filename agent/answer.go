@@ -217,9 +217,10 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 	}
 	na := normText(a)
 	// A heading alone is no answer unless it holds the asked value itself
-	// ("Version 3.1.0"); a heading never names the person a "who" asks for.
+	// ("Version 3.1.0"); a heading never names the person a "who" asks for,
+	// and an API signature's numbers are its parameters' defaults.
 	for _, h := range src.Headings {
-		if normText(h) == na && (t == AnyAnswer || t == ExplainAnswer || t == NameAnswer || !HasValueOf(t, a, task)) {
+		if normText(h) == na && (t == AnyAnswer || t == ExplainAnswer || t == NameAnswer || !HasValueOf(t, a, task) || signature(h)) {
 			return "it is a heading alone, not the content under it"
 		}
 	}

@@ -368,3 +368,27 @@ func TestCallNamesNoAttribute(t *testing.T) {
 		}
 	}
 }
+
+// TestSignatureHoldsNoCount: an API signature's numbers are parameters'
+// defaults, not the count a "how many" asks for. Logbook's docs (a clean
+// held-out site) answered "How many log records can Logbook write per
+// second?" — not on the site — with the term "class
+// logbook.StreamHandler(stream, level=0, …)", recorded as a success and
+// served at P2. A version heading still answers a version question.
+func TestSignatureHoldsNoCount(t *testing.T) {
+	const task = "How many log records can Logbook write per second?"
+	sig := "class logbook.StreamHandler(stream, level=0, format_string=None, encoding=None, filter=None, bubble=False)"
+	dt := Block{Selector: "#logbook\\.StreamHandler", Tag: "dt", Text: sig, Under: "Handlers"}
+	dd := Block{Selector: "#sh-dd", Tag: "dd", Text: "A handler class which writes logging records, appropriately formatted, to a stream.", Under: "Handlers" + HeadingSep + sig}
+	s := &State{Task: task, URL: "http://127.0.0.1:8080/api/handlers.html", Title: "Handlers — Logbook", Blocks: []Block{dt, dd}}
+	if pick, ok := readPage(s, parseGoal(task, s.URL)); ok {
+		t.Fatalf("read %v: a signature's default as the count", pick.sels)
+	}
+	if why := CheckAnswer(task, s.URL, sig, AnswerSource{URL: s.URL, Headings: []string{sig}}); why == "" {
+		t.Fatal("CheckAnswer passed a signature as the count")
+	}
+	vtask := "Which version dropped support for Python 3.6?"
+	if why := CheckAnswer(vtask, s.URL, "Version 3.1.0", AnswerSource{URL: s.URL, Headings: []string{"Version 3.1.0"}}); why != "" {
+		t.Fatalf("a version heading no longer answers a version question: %s", why)
+	}
+}

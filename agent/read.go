@@ -226,6 +226,13 @@ func apiTerm(dt string) bool {
 	return false
 }
 
+// signature reports whether a heading or term is an API signature
+// (class logbook.StreamHandler(stream, level=0, …)): the numbers in it are
+// parameters' defaults, never the count, date or version a task asks for.
+func signature(h string) bool {
+	return strings.Contains(h, "(") && apiTerm(h)
+}
+
 // apiIdent reports whether a word is written as an API name (or as a
 // command-line option, which names one too: "which option …").
 func apiIdent(w string) bool {
@@ -381,7 +388,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 				continue
 			}
 		case HasValueOf(g.typ, b.Text, s.Task):
-		case g.typ != AnyAnswer && g.typ != ExplainAnswer && HasValueOf(g.typ, nearest, s.Task):
+		case g.typ != AnyAnswer && g.typ != ExplainAnswer && HasValueOf(g.typ, nearest, s.Task) && !signature(nearest):
 			head = nearest // the value is the heading the matching block sits under
 		default:
 			continue
