@@ -17,6 +17,14 @@ func TestAskedType(t *testing.T) {
 		"Who is the author of the first issue?":               NameAnswer,
 		"Why is HTML escaping not the default?":               ExplainAnswer,
 		"What is the default value of SECRET_KEY?":            AnyAnswer,
+		// "which exception (argument, …)" asks for a name; a "when …" or
+		// "number of" later in the task does not make it a date or a
+		// number (Debian's attrs and Beautiful Soup docs).
+		"Which exception is raised when you assign to a frozen record?":            AnyAnswer,
+		"Which argument tells find_all to stop after a certain number of results?": AnyAnswer,
+		"When was the counters function added?":                                    DateAnswer,
+		"How many counters does the record function return?":                       NumberAnswer,
+		"Which version added the counters function?":                               VersionAnswer,
 	} {
 		if got := AskedType(task); got != want {
 			t.Errorf("AskedType(%q) = %q, want %q", task, got, want)

@@ -919,6 +919,9 @@ func strconvQuote(s string) string {
 	return string(b)
 }
 
+// textBlocks are the elements textAnswer lists to read a block of text.
+const textBlocks = "h1, h2, h3, p, pre, code, li, td, dd"
+
 // textAnswer reads a block of text when no label answers: it first lists
 // the page's text blocks (one get_elements step), then extracts the one
 // whose words best match the task.
@@ -926,14 +929,13 @@ func textAnswer(s *State, g goal, h seen) (Action, bool) {
 	if len(g.targets) == 0 {
 		return Action{}, false
 	}
-	const blocks = "h1, h2, h3, p, pre, code, li, td, dd"
 	var listing string
 	for i := len(s.History) - 1; i >= 0; i-- {
 		t := s.History[i]
 		if normURL(t.URL) != normURL(s.URL) {
 			break
 		}
-		if t.Action.Tool == "get_elements" && t.Action.Selector == blocks {
+		if t.Action.Tool == "get_elements" && t.Action.Selector == textBlocks {
 			listing = t.Result.ExtractedContent
 			if t.Result.Error != "" {
 				return Action{}, false
@@ -943,11 +945,11 @@ func textAnswer(s *State, g goal, h seen) (Action, bool) {
 	}
 	if listing == "" {
 		for _, t := range s.History {
-			if normURL(t.URL) == normURL(s.URL) && t.Action.Tool == "get_elements" && t.Action.Selector == blocks {
+			if normURL(t.URL) == normURL(s.URL) && t.Action.Tool == "get_elements" && t.Action.Selector == textBlocks {
 				return Action{}, false // listed once here already
 			}
 		}
-		return Action{Tool: "get_elements", Selector: blocks, Amount: 200}, true
+		return Action{Tool: "get_elements", Selector: textBlocks, Amount: 200}, true
 	}
 	if len(h.order) > 0 {
 		return Action{Tool: "done", Value: h.here[h.order[0]]}, true

@@ -26,23 +26,32 @@ import (
 // machine the navigation's settle took over 300 ms), and it must come
 // before the wait's 1 s budget ends, counted from that first read.
 func lateCount(placeholder string, hits map[string]*atomic.Int32) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c := hits[r.URL.Path]; c != nil {
+	return htmlSite("Project", func(path string) string {
+		if c := hits[path]; c != nil {
 			c.Add(1)
 		}
-		w.Header().Set("Cache-Control", "no-store")
-		body := ""
-		switch r.URL.Path {
+		switch path {
 		case "/":
-			body = `<h1>Project</h1><p><a id="count-link" href="/count">Contributors</a></p>`
+			return `<h1>Project</h1><p><a id="count-link" href="/count">Contributors</a></p>`
 		case "/count":
-			body = `<h1>Contributors</h1><dl><dt>Contributors</dt><dd id="n">` + placeholder + `</dd></dl>
+			return `<h1>Contributors</h1><dl><dt>Contributors</dt><dd id="n">` + placeholder + `</dd></dl>
 <script>setTimeout(function () { document.getElementById("n").textContent = "58" }, 700)</script>`
-		default:
+		}
+		return ""
+	})
+}
+
+// htmlSite serves, uncached, each path's body (page(path)) in a page titled
+// title; a path whose body is "" is not found.
+func htmlSite(title string, page func(path string) string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := page(r.URL.Path)
+		if body == "" {
 			http.NotFound(w, r)
 			return
 		}
-		fmt.Fprintf(w, "<!doctype html><html><head><title>Project</title></head><body><main>%s</main></body></html>", body)
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprintf(w, "<!doctype html><html><head><title>%s</title></head><body><main>%s</main></body></html>", title, body)
 	})
 }
 
@@ -130,10 +139,27 @@ func TestP1ReplayedWaitEndsWhenTheAnswerReplacesThePlaceholder(t *testing.T) {
 	}
 }
 
+// readingTab is a real Chromium tab behind a wrapper that overrides some
+// of agent.Page's methods: it passes the adapter's Describer and Reader
+// methods on, which embedding the interface alone would hide.
+type readingTab struct{ agent.Page }
+
+func (p readingTab) Describe(ctx context.Context, sel string) (agent.Element, bool, error) {
+	return p.Page.(agent.Describer).Describe(ctx, sel)
+}
+
+func (p readingTab) Blocks(ctx context.Context) ([]agent.Block, error) {
+	return p.Page.(agent.Reader).Blocks(ctx)
+}
+
+func (p readingTab) StatusCode(ctx context.Context) int {
+	return p.Page.(agent.Reader).StatusCode(ctx)
+}
+
 // countingPage is a real Chromium tab that counts the replay's element
 // checks.
 type countingPage struct {
-	agent.Page
+	readingTab
 	exists, describes atomic.Int32
 }
 
@@ -147,39 +173,26 @@ func (p *countingPage) Describe(ctx context.Context, sel string) (agent.Element,
 	return p.Page.(agent.Describer).Describe(ctx, sel)
 }
 
-func (p *countingPage) Blocks(ctx context.Context) ([]agent.Block, error) {
-	return p.Page.(agent.Reader).Blocks(ctx)
-}
-
-func (p *countingPage) StatusCode(ctx context.Context) int {
-	return p.Page.(agent.Reader).StatusCode(ctx)
-}
-
 // A replayed click checks its element once: one description answers
 // existence and the fingerprint, and the step's record reuses it; a
 // control that is no longer the recorded one still hands over.
 func TestP1ClickChecksItsTargetInOneLookup(t *testing.T) {
 	const task = "What is the status of the first order?"
 	var renamed atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		body := ""
-		switch r.URL.Path {
+	srv := httptest.NewServer(htmlSite("Shop", func(path string) string {
+		switch path {
 		case "/orders":
 			name := "Order 7"
 			if renamed.Load() {
 				name = "Delete all orders"
 			}
-			body = `<h1>Orders</h1><p><a id="first" href="/orders/7">` + name + `</a></p><p><a href="/orders/6">Order 6</a></p>`
+			return `<h1>Orders</h1><p><a id="first" href="/orders/7">` + name + `</a></p><p><a href="/orders/6">Order 6</a></p>`
 		case "/orders/7":
-			body = `<h1>Order 7</h1><dl><dt>Status</dt><dd>shipped</dd></dl>`
+			return `<h1>Order 7</h1><dl><dt>Status</dt><dd>shipped</dd></dl>`
 		case "/orders/6":
-			body = `<h1>Order 6</h1><dl><dt>Status</dt><dd>pending</dd></dl>`
-		default:
-			http.NotFound(w, r)
-			return
+			return `<h1>Order 6</h1><dl><dt>Status</dt><dd>pending</dd></dl>`
 		}
-		fmt.Fprintf(w, "<!doctype html><html><head><title>Shop</title></head><body><main>%s</main></body></html>", body)
+		return ""
 	}))
 	t.Cleanup(srv.Close)
 	route := []engine.Step{
@@ -193,7 +206,7 @@ func TestP1ClickChecksItsTargetInOneLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tab.Close() })
-	page := &countingPage{Page: tab}
+	page := &countingPage{readingTab: readingTab{tab}}
 	run := func(eng *engine.Engine, p agent.Planner) *agent.RunResult {
 		t.Helper()
 		page.exists.Store(0)
@@ -287,7 +300,7 @@ func TestRunAllReusesATab(t *testing.T) {
 // click, whether the replay asked for the page it loads at its load event
 // (agent.SettleAtLoad).
 type atLoadPage struct {
-	agent.Page
+	readingTab
 	mu    sync.Mutex
 	marks []string
 }
@@ -308,18 +321,6 @@ func (p *atLoadPage) Click(ctx context.Context, sel string) error {
 	return p.Page.Click(ctx, sel)
 }
 
-func (p *atLoadPage) Describe(ctx context.Context, sel string) (agent.Element, bool, error) {
-	return p.Page.(agent.Describer).Describe(ctx, sel)
-}
-
-func (p *atLoadPage) Blocks(ctx context.Context) ([]agent.Block, error) {
-	return p.Page.(agent.Reader).Blocks(ctx)
-}
-
-func (p *atLoadPage) StatusCode(ctx context.Context) int {
-	return p.Page.(agent.Reader).StatusCode(ctx)
-}
-
 // A P1 replay takes a page whose next step is a click on a recorded link at
 // its load event, and every other page (the one the answer is read on)
 // after the quiet window; a link that the page names only after its load
@@ -329,29 +330,24 @@ func (p *atLoadPage) StatusCode(ctx context.Context) int {
 func TestP1TakesPagesBeforeALinkClickAtLoad(t *testing.T) {
 	const task = "What is the status of the checks of the first order?"
 	var mode atomic.Int32 // 0: static, 1: the link named after the load, 2: another link
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		body := ""
-		switch r.URL.Path {
+	srv := httptest.NewServer(htmlSite("Shop", func(path string) string {
+		switch path {
 		case "/orders":
 			switch mode.Load() {
 			case 0:
-				body = `<h1>Orders</h1><p><a id="first" href="/orders/7">Order 7</a></p>`
+				return `<h1>Orders</h1><p><a id="first" href="/orders/7">Order 7</a></p>`
 			case 1:
-				body = `<h1>Orders</h1><p><a id="first" href="/orders/7">Loading…</a></p>
+				return `<h1>Orders</h1><p><a id="first" href="/orders/7">Loading…</a></p>
 <script>addEventListener("load", () => setTimeout(() => { document.getElementById("first").textContent = "Order 7" }, 30))</script>`
 			default:
-				body = `<h1>Orders</h1><p><a id="first" href="/orders/7">Delete all orders</a></p>`
+				return `<h1>Orders</h1><p><a id="first" href="/orders/7">Delete all orders</a></p>`
 			}
 		case "/orders/7":
-			body = `<h1>Order 7</h1><p><a id="checks" href="/orders/7/checks">Checks</a></p>`
+			return `<h1>Order 7</h1><p><a id="checks" href="/orders/7/checks">Checks</a></p>`
 		case "/orders/7/checks":
-			body = `<h1>Checks of order 7</h1><dl><dt>Status</dt><dd>passing</dd></dl>`
-		default:
-			http.NotFound(w, r)
-			return
+			return `<h1>Checks of order 7</h1><dl><dt>Status</dt><dd>passing</dd></dl>`
 		}
-		fmt.Fprintf(w, "<!doctype html><html><head><title>Shop</title></head><body><main>%s</main></body></html>", body)
+		return ""
 	}))
 	t.Cleanup(srv.Close)
 	route := []engine.Step{
@@ -367,7 +363,7 @@ func TestP1TakesPagesBeforeALinkClickAtLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tab.Close() })
-	page := &atLoadPage{Page: tab}
+	page := &atLoadPage{readingTab: readingTab{tab}}
 	for _, c := range []struct {
 		name string
 		mode int32
