@@ -375,3 +375,18 @@ func TestSignatureHoldsNoCount(t *testing.T) {
 		t.Fatalf("a version heading no longer answers a version question: %s", why)
 	}
 }
+
+// TestCheckAnswerRefusesACodeExample: the answer check, which every planner
+// and replay passes, refuses the attrs code example for "which function"
+// as the page reader does — also now that a program's first line (an
+// assignment) is no command to CodeLike.
+func TestCheckAnswerRefusesACodeExample(t *testing.T) {
+	const task = "Which function returns the fields of an attrs class?"
+	code := "x = attrs.field(validator=attrs.validators.is_callable())\nprint(isinstance)"
+	if why := CheckAnswer(task, "http://127.0.0.1:8080/", code, AnswerSource{}); !strings.Contains(why, "code example") {
+		t.Fatalf("CheckAnswer = %q, want a code example refused", why)
+	}
+	if why := CheckAnswer(task, "http://127.0.0.1:8080/", "fields = attrs.fields(C)", AnswerSource{}); why != "" {
+		t.Fatalf("a code example naming attrs.fields refused: %q", why)
+	}
+}

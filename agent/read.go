@@ -267,11 +267,15 @@ func className(id string) bool {
 var optionRe = engine.LazyRE(`^--?[A-Za-z][A-Za-z0-9-]*(?:=\S*)?$`)
 
 // codeExample reports whether an answer reads as code: an interactive
-// session or a shell line (">>> …", "$ …"), or a command-like first line
-// with code's punctuation (a call, an assignment).
+// session or a shell line (">>> …", "$ …"), a program's first line (an
+// import, a declaration, an assignment: sourceLineRe, which CodeLike
+// refuses as a command), or a command-like first line with code's
+// punctuation (a call).
 func codeExample(s string) bool {
 	s = strings.TrimSpace(s)
-	return strings.HasPrefix(s, ">>>") || strings.HasPrefix(s, "$ ") || CodeLike(s) && strings.ContainsAny(s, "()=[]{}")
+	first, _, _ := strings.Cut(s, "\n")
+	return strings.HasPrefix(s, ">>>") || strings.HasPrefix(s, "$ ") || sourceLineRe.MatchString(strings.TrimSpace(first)) ||
+		CodeLike(s) && strings.ContainsAny(s, "()=[]{}")
 }
 
 // typeNouns are the words that name an answer type.
