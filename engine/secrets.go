@@ -74,6 +74,11 @@ var secretRules = []secretRule{
 		re: LazyRE(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
 	{kind: SecretAWSSecret, triggers: []string{"secret"}, group: 1,
 		re: LazyRE(`(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})`)},
+	// The secret beside its key id, as a key pair is pasted or typed
+	// ("AKIA… wJalr…", "id:secret", a CSV row): 40 characters of its
+	// alphabet right after the id, whatever names them.
+	{kind: SecretAWSSecret, triggers: []string{"akia", "asia", "abia", "acca"}, group: 1, valid: tokenLike,
+		re: LazyRE(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}["']?[\s,;:|=/]{1,8}["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|\z)`)},
 	{kind: SecretGitHub, triggers: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
 		re: LazyRE(`\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
 	{kind: SecretGitLab, triggers: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glft-", "glimt-", "glsoat-"},

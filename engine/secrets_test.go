@@ -28,6 +28,7 @@ func canaries() []canary {
 	gl := "gl" + "pat-" + r("F4KE", 5)
 	sl := "xo" + "xb-" + "1234567890-" + r("F4KE", 3)
 	aws := "AK" + "IA" + r("F4KE", 4)
+	awsSecret := r("F4kE/0+x", 5)
 	goog := "AI" + "za" + r("F4KE", 8) + "F4K"
 	stripe := "sk" + "_live_" + r("F4KE", 6)
 	skp := "sk-" + "proj-" + r("F4KE", 7)
@@ -40,6 +41,9 @@ func canaries() []canary {
 		{engine.SecretGitLab, "x " + gl + " y", gl},
 		{engine.SecretSlack, "slack " + sl, sl},
 		{engine.SecretAWSKeyID, "aws " + aws + " us-east-1", aws},
+		{engine.SecretAWSSecret, "aws_secret_access_key = " + awsSecret, awsSecret},
+		{engine.SecretAWSSecret, "keys: " + aws + " " + awsSecret + " (rotate)", awsSecret},
+		{engine.SecretAWSSecret, aws + "," + awsSecret + "\n", awsSecret},
 		{engine.SecretGoogle, "maps " + goog, goog},
 		{engine.SecretStripe, "stripe " + stripe, stripe},
 		{engine.SecretAPIKey, "openai " + skp, skp},
