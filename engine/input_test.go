@@ -236,7 +236,9 @@ func TestBuildTraceRefuses(t *testing.T) {
 // stored, even with nothing declared secret.
 func TestRedactPasswordField(t *testing.T) {
 	e := testEngine(nil, t0)
-	for _, sel := range []string{"input[type=password]", "input[type='password']", "#password", "#user_passwd", "[name=pin]", "#otp-code"} {
+	for _, sel := range []string{"input[type=password]", "input[type='password']", "#password", "#user_passwd", "[name=pin]", "#otp-code",
+		"#login-pass", "#userPin", "#cvv", "#card-cvc", "input[autocomplete=cc-csc]", "#cc-number", "[name=cardnumber]", "#card_number",
+		"#ssn", "#mfa", "#security-code", "#api-token-field", "#apiKey", "[name=verification_code]", "#recovery-code"} {
 		tr, err := e.BuildTrace(engine.SaveRequest{URL: "https://example.com/login", Trace: &engine.TraceInput{
 			Task:  "log in; the password is hunter2-xyz",
 			Steps: []engine.StepInput{{Action: "type", Selector: "#user", Value: "alice"}, {Action: "type", Selector: sel, Value: "hunter2-xyz"}, {Action: "click", Selector: "#go", Result: "welcome hunter2-xyz"}},
@@ -259,6 +261,15 @@ func TestRedactPasswordField(t *testing.T) {
 		}
 		if len(tr.Redactions) == 0 {
 			t.Errorf("%s: no redaction recorded", sel)
+		}
+	}
+	// Fields whose names only contain such a word are typed as they are.
+	for _, sel := range []string{"#passenger-name", "#spin-speed", "#search", "#email", "#compass", "#company", "#pinterest-url", "#cardholder-name", "#discount-code"} {
+		tr, err := e.BuildTrace(engine.SaveRequest{URL: "https://example.com/", Trace: &engine.TraceInput{
+			Steps: []engine.StepInput{{Action: "type", Selector: sel, Value: "ordinary text"}},
+		}})
+		if err != nil || tr.Steps[0].Value != "ordinary text" {
+			t.Errorf("%s: the value was redacted: %+v, %v", sel, tr.Steps, err)
 		}
 	}
 	// Marked sensitive, any field.

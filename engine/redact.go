@@ -10,7 +10,15 @@ import (
 // Redacted replaces a value that must never be stored.
 const Redacted = "{{redacted}}"
 
-var passwordSelector = LazyRE(`(?i)(type\s*=\s*["']?password|passw(or)?d|passwd|\bpin\b|secret|otp|one-time)`)
+// passwordSelector: a field whose selector names a credential or a card's
+// secrets — a password, PIN, one-time or verification code, API key or
+// token, a card's number or security code, a social security number. The
+// short words count only as a word of the name (`#login-pass`, `[name=pin]`,
+// `#userPin`; not `#passenger`, `#spin`).
+var passwordSelector = LazyRE(`(?i)(type\s*=\s*["']?password|passw(or)?d|passwd|secret|otp|one-time|` +
+	`(?:^|[^a-z])(?:pass|pin|cvv|cvc|csc|cvn|ssn|mfa|2fa)(?:[^a-z]|$)|(?-i:[a-z0-9](?:Pass|Pin|PIN|Cvv|CVV|Cvc|CVC|Ssn|SSN|Mfa|MFA)(?:[^a-z]|$))|` +
+	`security[-_ ]?code|card[-_ ]?(?:num|number|no)(?:[^a-z]|$)|cc[-_]?(?:num|number|csc|cvv|cvc)|` +
+	`api[-_]?(?:key|token)|(?:access|auth|bearer|refresh)[-_]?token|(?:verification|auth|recovery|backup)[-_]?code)`)
 
 // SecretPlaceholder is how a declared secret appears to tasks, planners, traces
 // and memory.
