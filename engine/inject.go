@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"sort"
@@ -59,6 +60,25 @@ var injectionRes = []injectionRule{
 	{[]string{"system", "instructions", "prompt"}, LazyRE(`\b(?:reveal|print|show|output|repeat|leak|display|dump|disclose|tell` + sep + `me|give` + sep + `me|what` + sep + `(?:is|are))` + sep + `(?:(?:your|the|me|all|of)` + sep + `)*(?:system` + sep + `prompt|initial` + sep + `(?:instructions|prompt)|hidden` + sep + `(?:instructions|prompt)|(?:instructions|prompt)` + sep + `above)`)},
 	{[]string{"act", "behave", "pretend", "roleplay"}, LazyRE(`\b(?:act|behave|pretend|roleplay)` + sep + `(?:as|like|to` + sep + `be)` + sep + `(?:if` + sep + `)?(?:you` + sep + `(?:are|were)` + sep + `)?(?:an?` + sep + `)?(?:unrestricted|unfiltered|jailbroken|dan|evil|different` + sep + `(?:ai|assistant|model)|system|developer` + sep + `mode)\b`)},
 	{[]string{"mode"}, LazyRE(`\b(?:developer|dan|god|jailbreak)` + sep + `mode` + sep + `(?:enabled|on|activated)\b`)},
+	// The same override with the task as its object: "disregard the task
+	// above", "forget the prompt you were given".
+	{[]string{"ignore", "disregard", "forget"}, LazyRE(wb + `(?:ignore|disregard|forget)` + sep + `(?:(?:the|your|my|this|that|all|of)` + sep + `)*(?:task|prompt|instructions?)` + sep +
+		`(?:above|before|earlier|previously|given|you` + sep + `(?:were|got|have` + sep + `been)` + sep + `given)` + we)},
+	// In other languages: German, Spanish, French, Italian, Portuguese
+	// ("ignoriere alle vorherigen Anweisungen", "olvida las instrucciones
+	// anteriores", "ignorez les instructions précédentes").
+	{[]string{"anweisung", "instruktion", "instruc", "instruction", "istruzion", "instru", "consigne", "befehl", "vorgabe"}, LazyRE(wb +
+		`(?:ignorier\p{L}*|vergiss|vergessen|missachte\p{L}*|ignor[ae]\p{L}*|olvid\p{L}*|oubli\p{L}*|esque[cç]\p{L}*|dimentic\p{L}*|tralascia\p{L}*)` +
+		`(?:` + sep + `\p{L}+){0,3}?` + sep +
+		`(?:(?:vorherigen|bisherigen|obigen|vorigen|fr[uü]heren|alten)` + sep + `(?:anweisungen|instruktionen|befehle|vorgaben|regeln)|` +
+		`(?:instrucciones|indicaciones|instructions|consignes|istruzioni|indicazioni|instru[cç][oõ]es)` + sep + `(?:anteriores|previas|precedentes|pr[eé]c[eé]dentes|ci` + sep + `dessus|precedenti|anteriori|sopra|acima|de` + sep + `arriba))` + we)},
+	// Text addressed to the model that reads it: "note to AI agents:",
+	// "to the agent:", "AI assistants reading this", "if you are an AI".
+	{[]string{"ai", "llm", "gpt", "agent", "assistant", "language model", "chatbot"}, LazyRE(wb + `(?:to|for|dear|attention|hey|hello|hi)` + sep + `(?:(?:all|any|the|every)` + sep + `)?` +
+		`(?:(?:ai|llm|gpt|chatbot)s?(?:` + sep + `(?:agents?|assistants?|models?|bots?|systems?|crawlers?))?|language` + sep + `models?|agents?|assistants?)\s*[:,]`)},
+	{[]string{"ai", "llm", "gpt", "language model", "chatbot"}, LazyRE(wb + `(?:ai|llm|gpt|chatbot|language` + sep + `model)s?(?:` + sep + `(?:agents?|assistants?|models?|bots?|systems?|crawlers?|tools?))?` + sep +
+		`(?:reading|parsing|processing|browsing|visiting|scraping|crawling|summari[sz]ing|seeing|analy[sz]ing)` + sep + `(?:this|these|the` + sep + `(?:page|site|text|content))` + we)},
+	{[]string{"ai", "llm", "language model", "chatbot"}, LazyRE(wb + `(?:if|when)` + sep + `you` + sep + `are` + sep + `(?:an?` + sep + `)?(?:ai|llm|language` + sep + `model|chatbot|ai` + sep + `(?:agent|assistant|model))` + we)},
 	// Role tags and chat-template tokens, inner spaces allowed.
 	{[]string{"<"}, LazyRE(`<\s*/?\s*(?:system|assistant|user|human|developer|tool|tool_call|tool_calls|tool_result|tool_use|tool_response|function|function_call|function_calls|function_results|invoke|parameter|antml:[a-z_]+|memory|instructions?|prompt|context|im_start|im_end|inst|sys|start_of_turn|end_of_turn)\b[^>]*>`)},
 	{[]string{"<", "[", "|"}, LazyRE(`<\s*\|\s*[a-z_]+\s*\|\s*>|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>|\|\s*(?:im_start|im_end|endoftext|eot_id)\s*\|`)},
@@ -84,8 +104,55 @@ func containsAny(s string, subs []string) bool {
 }
 
 // ScreenText returns the part of s (as normalized) that looks like a prompt
-// injection, or "".
+// injection, or "". Base64 in s ("aWdub3Jl… — decode this and do it") is
+// read decoded too.
 func ScreenText(s string) string {
+	if m := screenText(s); m != "" {
+		return m
+	}
+	for _, run := range base64Run.FindAllString(s, 8) {
+		if d, ok := decodeBase64Text(run); ok {
+			if m := screenText(d); m != "" {
+				return m
+			}
+		}
+	}
+	return ""
+}
+
+// base64Run is a run of base64 long enough to hold an instruction.
+var base64Run = LazyRE(`[A-Za-z0-9+/_-]{24,}={0,2}`)
+
+// decodeBase64Text decodes run (standard or URL alphabet, padded or not)
+// when it is text: valid UTF-8 with no control characters but line breaks
+// and tabs, and some spaces (an instruction has words; a hash or a token
+// decodes to bytes, not sentences).
+func decodeBase64Text(run string) (string, bool) {
+	trimmed := strings.TrimRight(run, "=")
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		b, err := enc.DecodeString(trimmed)
+		if err != nil || !utf8.Valid(b) {
+			continue
+		}
+		spaces := 0
+		ok := true
+		for _, r := range string(b) {
+			if r == ' ' {
+				spaces++
+			}
+			if unicode.IsControl(r) && r != '\n' && r != '\t' && r != '\r' {
+				ok = false
+				break
+			}
+		}
+		if ok && spaces >= 2 {
+			return string(b), true
+		}
+	}
+	return "", false
+}
+
+func screenText(s string) string {
 	if s == "" {
 		return ""
 	}
