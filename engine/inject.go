@@ -74,8 +74,12 @@ var injectionRes = []injectionRule{
 		`(?:instrucciones|indicaciones|instructions|consignes|istruzioni|indicazioni|instru[cç][oõ]es)` + sep + `(?:anteriores|previas|precedentes|pr[eé]c[eé]dentes|ci` + sep + `dessus|precedenti|anteriori|sopra|acima|de` + sep + `arriba))` + we)},
 	// Text addressed to the model that reads it: "note to AI agents:",
 	// "to the agent:", "AI assistants reading this", "if you are an AI".
-	{[]string{"ai", "llm", "gpt", "agent", "assistant", "language model", "chatbot"}, LazyRE(wb + `(?:to|for|dear|attention|hey|hello|hi)` + sep + `(?:(?:all|any|the|every)` + sep + `)?` +
-		`(?:(?:ai|llm|gpt|chatbot)s?(?:` + sep + `(?:agents?|assistants?|models?|bots?|systems?|crawlers?))?|language` + sep + `models?|agents?|assistants?)\s*[:,]`)},
+	{[]string{"ai", "llm", "gpt", "language model", "chatbot"}, LazyRE(wb + `(?:to|for|dear|attention|hey|hello|hi)` + sep + `(?:(?:all|any|the|every)` + sep + `)?` +
+		`(?:(?:ai|llm|gpt|chatbot)s?(?:` + sep + `(?:agents?|assistants?|models?|bots?|systems?|crawlers?))?|language` + sep + `models?)\s*[:,]`)},
+	// A plain "agent" or "assistant" only as the opening of a sentence
+	// ("To the agent:", "Dear assistant,"): "for agents:" is build-agent
+	// documentation.
+	{[]string{"agent", "assistant"}, LazyRE(`(?:^|[\n.!?(\["'=/?&#:;]\s*)(?:to|dear|attention|hey|hello|hi)` + sep + `(?:(?:all|any|the)` + sep + `)?(?:agents?|assistants?)\s*[:,]`)},
 	{[]string{"ai", "llm", "gpt", "language model", "chatbot"}, LazyRE(wb + `(?:ai|llm|gpt|chatbot|language` + sep + `model)s?(?:` + sep + `(?:agents?|assistants?|models?|bots?|systems?|crawlers?|tools?))?` + sep +
 		`(?:reading|parsing|processing|browsing|visiting|scraping|crawling|summari[sz]ing|seeing|analy[sz]ing)` + sep + `(?:this|these|the` + sep + `(?:page|site|text|content))` + we)},
 	{[]string{"ai", "llm", "language model", "chatbot"}, LazyRE(wb + `(?:if|when)` + sep + `you` + sep + `are` + sep + `(?:an?` + sep + `)?(?:ai|llm|language` + sep + `model|chatbot|ai` + sep + `(?:agent|assistant|model))` + we)},
