@@ -272,7 +272,7 @@ func (R *Repo) commitSeries(ctx context.Context, reqs []CommitRequest, sig Signa
 			}
 		}
 	}
-	states, err := r.readFiles(ctx, all)
+	states, err := r.readFiles(ctx, baseTree, all)
 	if err != nil {
 		return nil, err
 	}
@@ -477,22 +477,49 @@ type fileState struct {
 	mode    filemode.FileMode
 	info    os.FileInfo
 	data    []byte // kept until the blob is written
+	packed  []byte // the blob's pack entry (packEntry), when readFiles made it
 	stored  bool   // the blob is in the repository already (no data)
 }
 
 // readFiles reads the files at the repository paths rps, in parallel
-// (commitWorkers), in their order.
-func (r *repo) readFiles(ctx context.Context, rps []string) ([]*fileState, error) {
+// (commitWorkers), in their order. When they are enough for a pack
+// (packMinObjects), each worker also compresses its blob's pack entry
+// (packEntry), so that the compression overlaps the reads; and while the
+// workers run, the caller's goroutine reads the trees of base (zero: none)
+// that hold the paths' directories into the commit's tree cache, which the
+// tree walk after it would otherwise read one by one. (go-git's object
+// storage is read by this goroutine only.)
+func (r *repo) readFiles(ctx context.Context, base plumbing.Hash, rps []string) ([]*fileState, error) {
 	states := make([]*fileState, len(rps))
-	err := forEach(len(rps), commitWorkers, func(i int) error {
-		if err := ctx.Err(); err != nil {
+	pack := len(rps) >= packMinObjects
+	done := make(chan error, 1)
+	go func() {
+		done <- forEach(len(rps), commitWorkers, func(i int) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			st, err := r.readFile(rps[i])
+			if err == nil && pack && !st.deleted {
+				st.packed, err = packEntry(plumbing.BlobObject, st.data)
+			}
+			states[i] = st
 			return err
+		})
+	}()
+	if !base.IsZero() {
+		seen := map[string]bool{}
+		for _, rp := range rps {
+			dir := path.Dir(rp)
+			if dir == "." || seen[dir] {
+				continue
+			}
+			seen[dir] = true
+			if _, _, err := r.lookupTree(base, dir); err != nil {
+				break // the tree walk reports it
+			}
 		}
-		var err error
-		states[i], err = r.readFile(rps[i])
-		return err
-	})
-	return states, err
+	}
+	return states, <-done
 }
 
 func (r *repo) readFile(rp string) (*fileState, error) {
@@ -686,8 +713,10 @@ func (r *repo) writeEncoded(o encoder) (plumbing.Hash, error) {
 	return r.writeObject(mo.Type(), data)
 }
 
+// writeBlob writes st's blob: its hash is known (readFile) and, when
+// readFiles compressed it, its pack entry too.
 func (r *repo) writeBlob(st *fileState) error {
-	if _, err := r.writeObject(plumbing.BlobObject, st.data); err != nil {
+	if err := r.writeHashed(plumbing.BlobObject, st.hash, st.data, st.packed); err != nil {
 		return fmt.Errorf("writing blob of %s in %s: %w", st.name, r.gitDir, err)
 	}
 	return nil
@@ -699,28 +728,35 @@ const commitWorkers = 8
 
 // pendingObject is an object to write when the repo defers writes.
 type pendingObject struct {
-	typ  plumbing.ObjectType
-	hash plumbing.Hash
-	data []byte
+	typ    plumbing.ObjectType
+	hash   plumbing.Hash
+	data   []byte
+	packed []byte // its pack entry when made already (nil: writePack makes it)
 }
 
 // writeObject writes a loose object unless it exists (see storeObject), or,
 // when writes are deferred, queues it for flush.
 func (r *repo) writeObject(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := plumbing.ComputeHash(typ, data)
+	return h, r.writeHashed(typ, h, data, nil)
+}
+
+// writeHashed is writeObject for an object whose hash h is known, with its
+// pack entry when made already (nil: none).
+func (r *repo) writeHashed(typ plumbing.ObjectType, h plumbing.Hash, data, packed []byte) error {
 	if r.written[h] {
-		return h, nil
+		return nil
 	}
 	if r.deferWrites {
 		r.written[h] = true
-		r.pending = append(r.pending, pendingObject{typ, h, data})
-		return h, nil
+		r.pending = append(r.pending, pendingObject{typ, h, data, packed})
+		return nil
 	}
 	if err := r.storeObject(typ, h, data); err != nil {
-		return h, err
+		return err
 	}
 	r.written[h] = true
-	return h, nil
+	return nil
 }
 
 // flush writes the queued objects: as one pack when there are many

@@ -23,6 +23,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // packMinObjects is the number of new objects from which a commit writes a
@@ -43,20 +45,17 @@ type packed struct {
 // writePack writes objs as one pack and index in the repository.
 func (r *repo) writePack(objs []pendingObject) error {
 	// Compress in parallel: each object's pack entry is its type and size
-	// header followed by its zlib stream.
+	// header followed by its zlib stream (made already for the blobs that
+	// readFiles compressed).
 	entries := make([][]byte, len(objs))
 	err := forEach(len(objs), commitWorkers, func(i int) error {
 		o := objs[i]
-		var b bytes.Buffer
-		b.Write(packHeader(int(o.typ), len(o.data)))
-		zw := zlibPool.Get().(*zlib.Writer)
-		zw.Reset(&b)
-		_, err := zw.Write(o.data)
-		if err == nil {
-			err = zw.Close()
+		if o.packed != nil {
+			entries[i] = o.packed
+			return nil
 		}
-		zlibPool.Put(zw)
-		entries[i] = b.Bytes()
+		var err error
+		entries[i], err = packEntry(o.typ, o.data)
 		return err
 	})
 	if err != nil {
@@ -170,6 +169,22 @@ func (r *repo) writePack(objs []pendingObject) error {
 	}
 	done = true
 	return nil
+}
+
+// packEntry is an object's entry in a pack: its type and size header
+// followed by its zlib stream.
+func packEntry(typ plumbing.ObjectType, data []byte) ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(len(data)/2 + 64)
+	b.Write(packHeader(int(typ), len(data)))
+	zw := zlibPool.Get().(*zlib.Writer)
+	zw.Reset(&b)
+	_, err := zw.Write(data)
+	if err == nil {
+		err = zw.Close()
+	}
+	zlibPool.Put(zw)
+	return b.Bytes(), err
 }
 
 // packHeader is an entry's type and size: the type in bits 4-6 of the

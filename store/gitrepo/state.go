@@ -223,7 +223,7 @@ func (R *Repo) commitStateRef(ctx context.Context, req *StateRequest, sig Signat
 		}
 		paths = append(paths, rp)
 	}
-	states, err := r.readFiles(ctx, paths)
+	states, err := r.readFiles(ctx, base, paths)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,12 +14,18 @@ import (
 
 // Output runs git with args in dir and returns its combined output, trimmed.
 func Output(dir string, args ...string) (string, error) {
+	return OutputEnv(dir, nil, args...)
+}
+
+// OutputEnv is Output with env (NAME=value) added to git's environment,
+// e.g. GIT_INDEX_FILE.
+func OutputEnv(dir string, env []string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(append(os.Environ(),
 		"GIT_AUTHOR_NAME=tester", "GIT_AUTHOR_EMAIL=t@example.com",
 		"GIT_COMMITTER_NAME=tester", "GIT_COMMITTER_EMAIL=t@example.com",
-		"GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "XDG_CONFIG_HOME="+dir, "GIT_MERGE_AUTOEDIT=no")
+		"GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "XDG_CONFIG_HOME="+dir, "GIT_MERGE_AUTOEDIT=no"), env...)
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
