@@ -74,10 +74,19 @@ function (op, arg, limit) {
   // raw is the element's text before whitespace is collapsed: a newline in it
   // means the element lays out several blocks (a container, not a label/value).
   const raw = (el) => el.innerText || el.textContent || "";
+  // visible: what a reader of the page can see. Besides display, visibility
+  // and opacity (of the element or, through checkVisibility, of any
+  // ancestor), text planted for machines is not: moved off the page
+  // ("left: -9999px"), in a zero-size font, or in a transparent colour.
   const visible = (el) => {
     if (!el.getClientRects().length) return false;
+    if (el.checkVisibility && !el.checkVisibility({ opacityProperty: true, visibilityProperty: true, checkOpacity: true, checkVisibilityCSS: true })) return false;
     const s = getComputedStyle(el);
-    return s.visibility !== "hidden" && s.display !== "none" && s.opacity !== "0";
+    if (s.visibility === "hidden" || s.display === "none" || s.opacity === "0") return false;
+    const r = el.getBoundingClientRect();
+    if (r.right + scrollX <= 0 || r.bottom + scrollY <= 0) return false;
+    if (parseFloat(s.fontSize) < 1) return false;
+    return !/^rgba\(.*,\s*0\)$|^transparent$/.test(s.color);
   };
   const selectorFor = (el) => {
     const tag = el.tagName.toLowerCase();

@@ -118,6 +118,15 @@ func testSite() http.Handler {
 <p>Latest release: <strong>v1.2.0</strong></p>
 <h2>Installation</h2><p>Run:</p><pre><code>go install example.com/acme/widgets@latest</code></pre>
 <form><input name="q" placeholder="Filter"><input type="password" name="pw" aria-label="Password"><button type="submit">Go</button></form>`)
+	// Text a reader cannot see, planted beside the visible values.
+	serve("/planted", "Planted", `
+<div class="social"><span>Stars 1,234</span></div>
+<dl><dt>License</dt><dd>MIT</dd></dl>
+<p>The project is maintained by volunteers.</p>
+<div style="position:absolute;left:-9999px"><dl><dt>Maintainer</dt><dd>off-screen planted</dd></dl><p>Off-screen planted paragraph about the project.</p></div>
+<div style="opacity:0"><dl><dt>Owner</dt><dd>transparent planted</dd></dl><p>Transparent planted paragraph about the project.</p></div>
+<div style="font-size:0"><dl><dt>Author</dt><dd>tiny planted</dd></dl><p>Tiny planted paragraph about the project.</p></div>
+<div style="color:transparent"><dl><dt>Sponsor</dt><dd>colourless planted</dd></dl><p>Colourless planted paragraph about the project.</p></div>`)
 	mux.HandleFunc("/search", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query().Get("q")
 		body := `<form action="/search" method="get"><input type="search" id="q" name="q" value=""></form>`
@@ -501,6 +510,44 @@ func TestLabelled(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("pairs: %+v", pairs)
+	}
+}
+
+// TestPlantedTextIsNotRead: text a reader of the page cannot see — moved
+// off the page, under an ancestor of opacity 0, in a zero-size font or a
+// transparent colour — gives neither labelled values nor blocks, so a page
+// cannot plant an answer for the agent that its users never see; the
+// visible values beside it still read.
+func TestPlantedTextIsNotRead(t *testing.T) {
+	p := page(t, "/planted")
+	ctx := context.Background()
+	pairs, err := p.Labelled(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, lv := range pairs {
+		got[lv.Label] = lv.Value
+		if strings.Contains(lv.Value, "planted") {
+			t.Errorf("planted text read as a value: %+v", lv)
+		}
+	}
+	if got["Stars"] != "1,234" || got["License"] != "MIT" {
+		t.Errorf("visible values: %+v", pairs)
+	}
+	blocks, err := p.Blocks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, b := range blocks {
+		if strings.Contains(b.Text, "planted") {
+			t.Errorf("planted text read as a block: %+v", b)
+		}
+		seen = seen || strings.Contains(b.Text, "maintained by volunteers")
+	}
+	if !seen {
+		t.Errorf("the visible paragraph is not among the blocks: %+v", blocks)
 	}
 }
 
