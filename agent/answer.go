@@ -273,7 +273,15 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 			}
 		}
 	}
-	return apiAnswer("", a, false, parseGoal(task, startURL))
+	g := parseGoal(task, startURL)
+	if g.kind == "" && t == AnyAnswer && whichRe.MatchString(task) {
+		// An answer read with its term ("chardet; Used in …") names it.
+		term, _, _ := strings.Cut(a, AnswerSep)
+		if !namesOne(a, g) && !namesOne(term, g) {
+			return "it names nothing, and the task asks which one"
+		}
+	}
+	return apiAnswer("", a, false, g)
 }
 
 // commandsRe: the task asks for several commands ("which commands …",

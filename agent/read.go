@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/pemdev/pem/engine"
 )
@@ -211,6 +212,39 @@ func namesAPI(a string, g goal) bool {
 			if n != "" && !stopWords[stem(n)] && !g.words[stem(n)] {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// namesOne reports whether an answer to "which <thing> …" that asks for
+// no API kind ("Which library …", "Which shells …") names one: a short
+// answer (a name or a list of a few), an identifier that is none of the
+// task's own, or a proper name — a capitalised word inside a sentence
+// that the task does not hold. A paragraph about the task's words that
+// names nothing ("Some … third party libraries will automatically attempt
+// to convert …") does not say which.
+func namesOne(a string, g goal) bool {
+	f := strings.Fields(a)
+	if len(f) <= 3 {
+		return true
+	}
+	for i, raw := range f {
+		w := strings.Trim(raw, ",;:!?\"'“”‘’«»()[]")
+		lw := strings.ToLower(strings.TrimSuffix(strings.TrimRight(w, "."), "()"))
+		if w == "" || contains(g.literals, lw) || g.words[stem(lw)] {
+			continue
+		}
+		if apiIdent(strings.TrimRight(w, ".")) {
+			return true
+		}
+		r := []rune(w)
+		prev := ""
+		if i > 0 {
+			prev = f[i-1]
+		}
+		if i > 0 && unicode.IsUpper(r[0]) && !strings.HasPrefix(raw, "(") && !strings.ContainsAny(prev[len(prev)-1:], ".!?:") && !stopWords[stem(lw)] {
+			return true
 		}
 	}
 	return false
@@ -437,6 +471,9 @@ func readPage(s *State, g goal) (readPick, bool) {
 			term, termText = hi, s.Blocks[hi].Text
 		}
 		if apiAnswer(termText, b.Text, b.Tag == "pre" || b.Tag == "code", g) != "" {
+			continue
+		}
+		if g.kind == "" && g.typ == AnyAnswer && whichRe.MatchString(s.Task) && termText == "" && !namesOne(b.Text, g) {
 			continue
 		}
 		// "How do I log a user out?": a signal's description ("Sent when a

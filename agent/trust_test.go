@@ -238,3 +238,43 @@ func TestSharedLabelIsNoPartial(t *testing.T) {
 		t.Error("a unique \"Parameters\" label no longer answers: the test proves nothing")
 	}
 }
+
+// TestWhichNeedsAName: "which <thing> …" asks for a name, also when the
+// thing is no API kind (a library, a shell, a platform): a paragraph about
+// the task's words that names nothing does not say which. python3-kitchen's
+// docs (measured clean after the four sites' fixes) answered "Which
+// library does kitchen use to guess the encoding of byte strings?" with a
+// paragraph on converting byte strings ("… third party libraries will
+// automatically attempt to convert …"), served at P2.
+func TestWhichNeedsAName(t *testing.T) {
+	const task = "Which library does tally use to guess the encoding of byte strings?"
+	const u = "http://127.0.0.1:8080/unicode.html"
+	para := "In general, anytime we’re getting a value from outside of python (The filesystem, the network, the environment) we get a byte string. Some standard library modules and third party libraries will automatically attempt to convert a byte string for you. If the library can guess correctly about the encoding, it will return unicode to you."
+	for _, c := range []struct {
+		answer string
+		ok     bool
+	}{
+		{para, false},
+		{"chardet", true},
+		{"chardet; Used in guess_encoding() to help guess the encoding of byte strings being converted.", true},
+		{"Tally uses the Chardet library to guess the encoding of byte strings.", true},
+	} {
+		why := CheckAnswer(task, u, c.answer, AnswerSource{URL: u})
+		if (why == "") != c.ok {
+			t.Errorf("%q: check %q, want passed %v", capText(c.answer, 50), why, c.ok)
+		}
+	}
+	s := &State{Task: task, Title: "Overcoming frustration — tally 1.2.6 documentation", Blocks: []Block{{Selector: "#p3", Tag: "p", Text: para, Under: "Strategy for explicit conversion"}}}
+	if pick, ok := readPage(s, parseGoal(task, u)); ok {
+		t.Errorf("read %v: a paragraph that names no library", pick.sels)
+	}
+	// Which shells, which platform: names in prose still answer.
+	for q, a := range map[string]string{
+		"Which shells does tally complete commands for?":        "Completion works in the Bash, Zsh and Fish shells for commands.",
+		"Which platform can change the size of types in tally?": "Currently the only affected platform is PowerPC and the only affected type is long double.",
+	} {
+		if why := CheckAnswer(q, u, a, AnswerSource{URL: u}); why != "" {
+			t.Errorf("%q answered %q: %q", q, a, why)
+		}
+	}
+}
