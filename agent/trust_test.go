@@ -77,7 +77,8 @@ func TestHowLongAsksForANumber(t *testing.T) {
 // TestProgramHoldsNoCount: a program's numbers are its arguments
 // (max_length=50), not a count. django-taggit's docs answered "How many tags
 // can an object have at most in django-taggit?" (not on the site) with a
-// models.py example, served at P2.
+// models.py example, recorded as a success in
+// each round.
 func TestProgramHoldsNoCount(t *testing.T) {
 	const task = "How many tags can a tally record have at most?"
 	const u = "http://127.0.0.1:8080/tally/custom.html"
