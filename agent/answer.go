@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pemdev/pem/engine"
 )
@@ -29,7 +31,7 @@ const (
 )
 
 var (
-	howManyRe = engine.LazyRE(`(?i)\bhow\s+(?:many|much)\b|\bnumber\s+of\b|\bcount\s+of\b`)
+	howManyRe = engine.LazyRE(`(?i)\bhow\s+(?:many|much|long|big|large|old|far|fast)\b|\bnumber\s+of\b|\bcount\s+of\b`)
 	whenRe    = engine.LazyRE(`(?i)\bwhen\b|\b(?:what|which)\s+(?:date|day|year|month)\b|\brelease\s+date\b`)
 	versionRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}.+-]+\s+){0,3}(?:version|release)s?\b|\bversion\s+number\b`)
 	commandRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}-]+\s+){0,2}command\b|\bcommand\s+(?:to|that|for)\b`)
@@ -79,7 +81,20 @@ func ValuesOf(t AnswerType, s string) []string {
 	case DateAnswer:
 		return dateTok.FindAllString(s, -1)
 	case NumberAnswer:
-		return numberTok.FindAllString(s, -1)
+		// A program's numbers are its arguments (max_length=50), not a
+		// count; digits written onto a word are part of a name (MP3,
+		// ID3v2.4, H264), not a number of anything.
+		if program(s) {
+			return nil
+		}
+		var out []string
+		for _, loc := range numberTok.FindAllStringIndex(s, -1) {
+			if r, _ := utf8.DecodeLastRuneInString(s[:loc[0]]); loc[0] > 0 && (unicode.IsLetter(r) || r == '_') {
+				continue
+			}
+			out = append(out, s[loc[0]:loc[1]])
+		}
+		return out
 	case EmailAnswer:
 		return emailTok.FindAllString(s, -1)
 	case NameAnswer:
@@ -181,6 +196,15 @@ func CodeLike(s string) bool {
 	return false
 }
 
+// program reports whether s is a program or an interactive session: its
+// first line an import, a declaration, an assignment or a prompt's
+// (">>> ", "$ ").
+func program(s string) bool {
+	s = strings.TrimSpace(s)
+	first, _, _ := strings.Cut(s, "\n")
+	return strings.HasPrefix(s, ">>>") || strings.HasPrefix(s, "$ ") || sourceLineRe.MatchString(strings.TrimSpace(first))
+}
+
 // sourceLineRe matches a line that opens a program rather than a command:
 // an import, a package clause, a declaration, an assignment with spaces
 // around its '=' (a shell's VAR=value has none).
@@ -236,7 +260,43 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 	if !HasValueOf(t, a, task) {
 		return "it is not a " + string(t) + ", which the task asks for"
 	}
-	return apiAnswer("", a, false, parseGoal(task, startURL))
+	if t == CommandAnswer && actsOnOther(a, parseGoal(task, startURL)) {
+		return "it is a command for something else than the task names"
+	}
+	if t == CommandAnswer && commandLines(a) > 1 && !commandsRe.MatchString(task) {
+		return "it is a script of several commands, not the command the task asks for"
+	}
+	if t == ExplainAnswer {
+		for _, part := range strings.Split(a, AnswerSep) {
+			if eventDesc(part) {
+				return "it says when something is sent (called, raised), not how or why"
+			}
+		}
+	}
+	g := parseGoal(task, startURL)
+	if g.kind == "" && t == AnyAnswer && whichRe.MatchString(task) {
+		// An answer read with its term ("chardet; Used in …") names it.
+		term, _, _ := strings.Cut(a, AnswerSep)
+		if !namesOne(a, g) && !namesOne(term, g) {
+			return "it names nothing, and the task asks which one"
+		}
+	}
+	return apiAnswer("", a, false, g)
+}
+
+// commandsRe: the task asks for several commands ("which commands …",
+// "the steps to …").
+var commandsRe = engine.LazyRE(`(?i)\bcommands\b|\bsteps\b`)
+
+// eventRe opens an event's description: a signal's, a hook's, an
+// exception's ("Sent when a user is logged out", "Raised if …").
+var eventRe = engine.LazyRE(`(?i)^\s*(?:(?:it\s+)?is\s+)?(?:sent|called|raised|emitted|fired|triggered|invoked|dispatched|signall?ed|thrown)\s+(?:when|whenever|after|before|once|if|on)\b`)
+
+// eventDesc reports whether text describes an event: what happens when the
+// task's action is done (a signal "Sent when a user is logged out"), which
+// says neither how to do it nor why.
+func eventDesc(text string) bool {
+	return eventRe.MatchString(text)
 }
 
 // sectionNumRe matches a section number as documents number their headings:

@@ -554,6 +554,12 @@ func (x *Explore) Next(ctx context.Context, s *State) (Action, error) {
 		if g.kind != "" && !setOfStems(best.Label)[stem(g.kind)] {
 			partial = false
 		}
+		// A label several values share on the page ("Parameters" of every
+		// function, "Default") answers no more as a partial value than as a
+		// full one: which of its values is the task's, the label cannot say.
+		if len(s.Blocks) > 0 && !uniqueLabel(s.Labels, best.Label) {
+			partial = false
+		}
 	}
 	// No link carries the task's words: the site's search, once per run,
 	// with the task's literal or its content words.

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/pemdev/pem/engine"
 )
@@ -177,10 +178,11 @@ func apiAnswer(term, text string, code bool, g goal) string {
 // namesAPI reports whether an answer to "which function (class, …)" names
 // one: a bare name, an identifier (dotted, underscored, called, or in
 // camel case: tally.counters, text_error_template, diagnose(),
-// TemplateLookup) that is none of the task's literals, or the word next to
-// the kind's own ("the limit argument"). "the API reference" names none,
-// and a function written as a call (namedbidict()) or a class's name
-// (BidictBase) names no attribute, parameter or other value.
+// TemplateLookup) that is none of the task's own (its literals, a class it
+// names), or the word next to the kind's own ("the limit argument"). "the
+// API reference" names none, and a function written as a call
+// (namedbidict()) or a class's name (BidictBase) names no attribute,
+// parameter or other value.
 func namesAPI(a string, g goal) bool {
 	f := strings.Fields(a)
 	if len(f) == 1 {
@@ -189,7 +191,11 @@ func namesAPI(a string, g goal) bool {
 	for i, w := range f {
 		w = strings.Trim(w, ",;:!?\"'“”‘’«»")
 		lw := strings.ToLower(strings.TrimSuffix(strings.TrimRight(w, "."), "()"))
-		if apiIdent(strings.TrimRight(w, ".")) && !contains(g.literals, lw) {
+		// The task's own identifiers (its literals, a class it names:
+		// "… put a TaggableManager in …") are what it asks about, not the
+		// name it asks for.
+		own := contains(g.literals, lw) || !strings.ContainsAny(lw, "._") && g.words[stem(lw)]
+		if apiIdent(strings.TrimRight(w, ".")) && !own {
 			if valueKinds[stem(g.kind)] && (strings.HasSuffix(strings.TrimRight(w, "."), "()") || className(strings.TrimRight(w, "."))) {
 				continue // a function (namedbidict()) or a class (BidictBase), not the attribute (parameter, …) asked for
 			}
@@ -206,6 +212,39 @@ func namesAPI(a string, g goal) bool {
 			if n != "" && !stopWords[stem(n)] && !g.words[stem(n)] {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// namesOne reports whether an answer to "which <thing> …" that asks for
+// no API kind ("Which library …", "Which shells …") names one: a short
+// answer (a name or a list of a few), an identifier that is none of the
+// task's own, or a proper name — a capitalised word inside a sentence
+// that the task does not hold. A paragraph about the task's words that
+// names nothing ("Some … third party libraries will automatically attempt
+// to convert …") does not say which.
+func namesOne(a string, g goal) bool {
+	f := strings.Fields(a)
+	if len(f) <= 3 {
+		return true
+	}
+	for i, raw := range f {
+		w := strings.Trim(raw, ",;:!?\"'“”‘’«»()[]")
+		lw := strings.ToLower(strings.TrimSuffix(strings.TrimRight(w, "."), "()"))
+		if w == "" || contains(g.literals, lw) || g.words[stem(lw)] {
+			continue
+		}
+		if apiIdent(strings.TrimRight(w, ".")) {
+			return true
+		}
+		r := []rune(w)
+		prev := ""
+		if i > 0 {
+			prev = f[i-1]
+		}
+		if i > 0 && unicode.IsUpper(r[0]) && !strings.HasPrefix(raw, "(") && !strings.ContainsAny(prev[len(prev)-1:], ".!?:") && !stopWords[stem(lw)] {
+			return true
 		}
 	}
 	return false
@@ -272,10 +311,77 @@ var optionRe = engine.LazyRE(`^--?[A-Za-z][A-Za-z0-9-]*(?:=\S*)?$`)
 // refuses as a command), or a command-like first line with code's
 // punctuation (a call).
 func codeExample(s string) bool {
-	s = strings.TrimSpace(s)
-	first, _, _ := strings.Cut(s, "\n")
-	return strings.HasPrefix(s, ">>>") || strings.HasPrefix(s, "$ ") || sourceLineRe.MatchString(strings.TrimSpace(first)) ||
-		CodeLike(s) && strings.ContainsAny(s, "()=[]{}")
+	return program(s) || CodeLike(s) && strings.ContainsAny(s, "()=[]{}")
+}
+
+// actsOnOther reports whether a command does the task's action to
+// something the task does not name: "pip install sphinx" for "what command
+// installs django-taggit" — the page is about the project, the command
+// installs another. The word after the task's verb (options aside) must
+// hold one of the task's words, its site's too ("Jinja2" holds "jinja").
+func actsOnOther(cmd string, g goal) bool {
+	for _, line := range strings.Split(cmd, "\n") {
+		f := strings.Fields(promptRe.ReplaceAllString(strings.TrimSpace(line), ""))
+		for i := 1; i < len(f); i++ {
+			if !contains(g.targets, stem(strings.ToLower(f[i]))) {
+				continue
+			}
+			for _, w := range f[i+1:] {
+				if strings.HasPrefix(w, "-") {
+					continue
+				}
+				lw := strings.ToLower(w)
+				for t := range g.words {
+					if len(t) >= 3 && !stopWords[t] && strings.Contains(lw, t) {
+						return false
+					}
+				}
+				return true
+			}
+			break
+		}
+	}
+	return false
+}
+
+// siteName is the site's part of a page's title: what follows its last
+// separator ("Contributing — django-taggit 1.3.0 documentation",
+// "Installation | Acme Docs"); "" when the title has none.
+func siteName(title string) string {
+	best := -1
+	sepLen := 0
+	for _, sep := range []string{" — ", " – ", " | ", " - ", " · "} {
+		if i := strings.LastIndex(title, sep); i > best {
+			best, sepLen = i, len(sep)
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return title[best+sepLen:]
+}
+
+// commandLines counts the commands of a block: its prompted lines ("$ …"),
+// or, with no prompt, its lines that read as commands. "What command …"
+// asks for one; a script of several (git clone …, cd …, python setup.py
+// develop) is a procedure, whose one line does not answer by itself. A
+// command's printed output is not a command.
+func commandLines(s string) int {
+	prompted, plain := 0, 0
+	for _, line := range strings.Split(s, "\n") {
+		l := strings.TrimSpace(line)
+		switch {
+		case l == "":
+		case promptRe.MatchString(l):
+			prompted++
+		case CodeLike(l):
+			plain++
+		}
+	}
+	if prompted > 0 {
+		return prompted
+	}
+	return plain
 }
 
 // typeNouns are the words that name an answer type.
@@ -358,22 +464,46 @@ func readPage(s *State, g goal) (readPick, bool) {
 		// Under an API page's term (a definition list's dt: attr.s(…)),
 		// the term is the name the block describes: for "which …" (a
 		// validator, a decorator) read with it — "A validator that raises
-		// a TypeError if …" says what, not which.
+		// a TypeError if …" says what, not which — and for "how do I …":
+		// "Logs a user out." says what the API does, its term what to call.
 		term, termText := -1, ""
-		if hi, ok := headingOf[nearest]; ok && (g.kind != "" || whichRe.MatchString(s.Task) && g.typ == AnyAnswer) && s.Blocks[hi].Tag == "dt" && apiTerm(s.Blocks[hi].Text) {
+		if hi, ok := headingOf[nearest]; ok && (g.kind != "" || whichRe.MatchString(s.Task) && g.typ == AnyAnswer || g.typ == ExplainAnswer) && s.Blocks[hi].Tag == "dt" && apiTerm(s.Blocks[hi].Text) {
 			term, termText = hi, s.Blocks[hi].Text
 		}
 		if apiAnswer(termText, b.Text, b.Tag == "pre" || b.Tag == "code", g) != "" {
 			continue
 		}
+		if g.kind == "" && g.typ == AnyAnswer && whichRe.MatchString(s.Task) && termText == "" && !namesOne(b.Text, g) {
+			continue
+		}
+		// "How do I log a user out?": a signal's description ("Sent when a
+		// user is logged out") says when, not how; a number's block is no
+		// program (max_length=50 counts nothing).
+		if g.typ == ExplainAnswer && eventDesc(b.Text) || g.typ == NumberAnswer && (b.Tag == "pre" || b.Tag == "code") {
+			continue
+		}
 		near := setOfStems(nearest)
+		// A command is about what it names or its section says; the site's
+		// name (django-taggit of "… — django-taggit 1.3.0 documentation",
+		// on every page and often its first heading) does not make "tox -e
+		// black,flake8,isort" install the project.
+		place := ctx
+		if g.typ == CommandAnswer {
+			place = map[string]bool{}
+			site := setOfStems(siteName(s.Title))
+			for t := range ctx {
+				if !site[t] {
+					place[t] = true
+				}
+			}
+		}
 		hit, ownHit, inHead, nearHit := 0.0, 0.0, 0.0, 0.0
 		for t, w := range weight {
 			switch {
 			case own[t]:
 				hit += w
 				ownHit += w
-			case ctx[t]:
+			case place[t]:
 				hit += w
 				inHead += w
 			}
@@ -388,7 +518,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 		head := ""
 		switch {
 		case g.typ == CommandAnswer:
-			if b.Tag != "pre" && b.Tag != "code" || !CodeLike(b.Text) {
+			if b.Tag != "pre" && b.Tag != "code" || !CodeLike(b.Text) || actsOnOther(b.Text, g) || commandLines(b.Text) > 1 && !commandsRe.MatchString(s.Task) {
 				continue
 			}
 		case HasValueOf(g.typ, b.Text, s.Task):

@@ -1,0 +1,281 @@
+package agent
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Held-out sites, session 10: four of Debian's documentation packages no one
+// here had run pem on (mutagen, Flask-Login, django-taggit, jsonpickle)
+// recorded wrong answers as successes, each of a kind the rules before
+// did not refuse. The tests use pages and words of our own (Tally, a made-up
+// library), not those sites'.
+
+// TestDigitsInNamesAreNoCount: the digits of a name (MP3, ID3v2.4, H264)
+// count nothing. mutagen's docs answered "How many audio files per second
+// can mutagen tag?" (not on the site) with the overview paragraph listing
+// MP3, MP4 and ID3v2.4, served at P2 by the third round.
+func TestDigitsInNamesAreNoCount(t *testing.T) {
+	const task = "How many audio files per second can Tally tag?"
+	const u = "http://127.0.0.1:8080/tally/index.html"
+	formats := "Tally is a Python module to tag audio files. It reads MP3, MP4 and FLAC files, and all ID3v2.4 frames; tags can be edited whatever the audio format."
+	if got := ValuesOf(NumberAnswer, formats); len(got) != 0 {
+		t.Errorf("ValuesOf(number, %q) = %q, want none", formats, got)
+	}
+	if why := CheckAnswer(task, u, formats, AnswerSource{URL: u}); !strings.Contains(why, "number") {
+		t.Errorf("CheckAnswer = %q, want the paragraph refused as no number", why)
+	}
+	s := &State{Task: task, Title: "Overview — Tally", Blocks: []Block{{Selector: "#intro", Tag: "p", Text: formats, Under: "Overview"}}}
+	if pick, ok := readPage(s, parseGoal(task, u)); ok {
+		t.Errorf("read %v: a name's digits as the count", pick.sels)
+	}
+	for _, c := range []struct{ answer, want string }{
+		{"Tally tags 1,200 audio files per second.", ""},
+		{"about 40 files per second on MP3 (3 of them with ID3v2 tags)", ""},
+		{"It supports MP3.", "number"},
+	} {
+		if why := CheckAnswer(task, u, c.answer, AnswerSource{URL: u}); c.want == "" && why != "" || c.want != "" && !strings.Contains(why, c.want) {
+			t.Errorf("CheckAnswer(%q) = %q, want %q", c.answer, why, c.want)
+		}
+	}
+}
+
+// TestHowLongAsksForANumber: "how long (big, old, …)" asks for a quantity,
+// and a label that merely shares the item's words gives none. Flask-Login's
+// docs answered "How long does the remember me cookie last by default?"
+// with "/", the default of the cookie's path (a partial value of the label
+// "Limits the “Remember Me” cookie to a certain path. Default"), served at
+// P2.
+func TestHowLongAsksForANumber(t *testing.T) {
+	const task = "How long does the tally cache last by default?"
+	const u = "http://127.0.0.1:8080/tally/index.html"
+	for q, want := range map[string]AnswerType{
+		task:                                     NumberAnswer,
+		"How big can a tally record be?":         NumberAnswer,
+		"How do I close a tally record?":         ExplainAnswer,
+		"What is the default length of a tally?": AnyAnswer,
+	} {
+		if got := AskedType(q); got != want {
+			t.Errorf("AskedType(%q) = %q, want %q", q, got, want)
+		}
+	}
+	if why := CheckAnswer(task, u, "/", AnswerSource{URL: u}); !strings.Contains(why, "number") {
+		t.Errorf("CheckAnswer(\"/\") = %q, want it refused as no number", why)
+	}
+	if why := CheckAnswer(task, u, "The amount of time before the cache expires. Default: 365 days", AnswerSource{URL: u}); why != "" {
+		t.Errorf("CheckAnswer refused a duration: %q", why)
+	}
+	path := LabelValue{Label: "Limits the tally cache to a certain path. Default", Value: "/", Selector: "#path"}
+	s := &State{Task: task, URL: u, Title: "Tally", Labels: []LabelValue{path}, Turn: 3, MaxTurns: 25,
+		Blocks: []Block{{Selector: "#p", Tag: "p", Text: "Unrelated prose.", Under: "Settings"}}}
+	if a, got := answeredFrom(t, s, path); got {
+		t.Errorf("answered from the path's default: next action %+v", a)
+	}
+}
+
+// TestProgramHoldsNoCount: a program's numbers are its arguments
+// (max_length=50), not a count. django-taggit's docs answered "How many tags
+// can an object have at most in django-taggit?" (not on the site) with a
+// models.py example, recorded as a success in
+// each round.
+func TestProgramHoldsNoCount(t *testing.T) {
+	const task = "How many tags can a tally record have at most?"
+	const u = "http://127.0.0.1:8080/tally/custom.html"
+	code := "from tally import models\n\nclass TaggedRecord(models.Record):\n    object_id = models.CharField(max_length=50, db_index=True)\n    tags = models.TagManager(through=TaggedRecord)"
+	if why := CheckAnswer(task, u, code, AnswerSource{URL: u}); !strings.Contains(why, "number") {
+		t.Errorf("CheckAnswer = %q, want the program refused as no number", why)
+	}
+	s := &State{Task: task, Title: "Customizing Tally", Blocks: []Block{{Selector: "pre", Tag: "pre", Text: code, Under: "Custom tags"}}}
+	if pick, ok := readPage(s, parseGoal(task, u)); ok {
+		t.Errorf("read %v: a program's argument as the count", pick.sels)
+	}
+	if why := CheckAnswer(task, u, "A record can have at most 50 tags.", AnswerSource{URL: u}); why != "" {
+		t.Errorf("CheckAnswer refused a count in prose: %q", why)
+	}
+}
+
+// TestEventSaysNotHow: "how do I …" is not answered by an event's
+// description ("Sent when a user is logged out": what happens when it is
+// done), and an API's definition is read with its term (what to call).
+// Flask-Login's docs answered "How do I log a user out?" with the
+// user_logged_out signal's description, served at P2.
+func TestEventSaysNotHow(t *testing.T) {
+	const task = "How do I close a tally record?"
+	const u = "http://127.0.0.1:8080/tally/api.html"
+	fn := Block{Selector: "#close", Tag: "dt", Text: "tally.close_record()", Under: "API" + HeadingSep + "Records"}
+	fnDef := Block{Selector: "#close-dd", Tag: "p", Text: "Closes a record. (You do not need to pass the record itself.) This also flushes its counters.",
+		Under: "API" + HeadingSep + "Records" + HeadingSep + fn.Text}
+	sig := Block{Selector: "#closed", Tag: "dt", Text: "tally.record_closed", Under: "API" + HeadingSep + "Signals"}
+	sigDef := Block{Selector: "#closed-dd", Tag: "p", Text: "Sent when a tally record is closed. In addition to the app, it is passed the record, which is the record being closed.",
+		Under: "API" + HeadingSep + "Signals" + HeadingSep + sig.Text}
+	g := parseGoal(task, u)
+	s := &State{Task: task, Title: "API — Tally", Blocks: []Block{sig, sigDef}}
+	if pick, ok := readPage(s, g); ok {
+		t.Errorf("read %v: a signal's description for how to close a record", pick.sels)
+	}
+	s.Blocks = []Block{fn, fnDef, sig, sigDef}
+	if pick, ok := readPage(s, g); !ok || !slices.Equal(pick.sels, []string{"#close", "#close-dd"}) {
+		t.Errorf("readPage = %v, %v; want the function's term and its definition", pick.sels, ok)
+	}
+	for _, a := range []string{sigDef.Text, sig.Text + AnswerSep + sigDef.Text} {
+		if why := CheckAnswer(task, u, a, AnswerSource{URL: u}); !strings.Contains(why, "sent") {
+			t.Errorf("CheckAnswer(%q) = %q, want the event refused", capText(a, 40), why)
+		}
+	}
+	if why := CheckAnswer(task, u, fn.Text+AnswerSep+fnDef.Text, AnswerSource{URL: u}); why != "" {
+		t.Errorf("CheckAnswer refused the function: %q", why)
+	}
+	if why := CheckAnswer("Which exception is raised when a record is closed twice?", u, "tally.ClosedError; Raised when a record is closed twice.", AnswerSource{URL: u}); why != "" {
+		t.Errorf("an exception's description no longer answers which exception: %q", why)
+	}
+}
+
+// TestCommandForAnotherThing: a command that does the task's action to
+// something the task does not name ("pip install sphinx") is no answer to
+// what installs the task's project. django-taggit's docs answered "What
+// command installs django-taggit?" with the docs' build steps from its
+// contributing page (the project only in the page's headings), served at
+// P2; once that was refused, with the three commands that set up a fork
+// (git clone …, cd …, python setup.py develop): "what command" asks for
+// one, and a script's line is not it.
+func TestCommandForAnotherThing(t *testing.T) {
+	const u = "http://127.0.0.1:8080/contributing.html" // the project on its own port, as Debian's docs were served
+	build := "pip install sphinx\nsphinx-build -n -W docs docs/_build"
+	fork := "git clone git@github.com:<your_fork>/tally-tags.git\ncd tally-tags\npython setup.py develop"
+	for _, c := range []struct {
+		task, answer string
+		ok           bool
+	}{
+		{"What command installs tally-tags?", build, false},
+		{"What command installs tally-tags?", "$ pip install tally-tags", true},
+		{"What command installs tally-tags?", "$ pip install -U tally-tags", true},
+		{"What command installs Jinja?", "$ pip install Jinja2", true},
+		{"What command installs mutagen with pip?", "python3 -m pip install mutagen", true},
+		{"What command starts the development server?", "$ flask --app hello --debug run", true},
+		{"What command starts the development server?", "$ flask run\n * Running on http://127.0.0.1:5000/", true},
+		// The next run's answer: a fork's set-up script, three commands.
+		{"What command installs tally-tags?", fork, false},
+		{"Which commands set up a development copy of tally-tags?", fork, true},
+	} {
+		why := CheckAnswer(c.task, u, c.answer, AnswerSource{URL: u})
+		if (why == "") != c.ok {
+			t.Errorf("%q answered %q: check %q, want passed %v", c.task, c.answer, why, c.ok)
+		}
+	}
+	const task = "What command installs tally-tags?"
+	s := &State{Task: task, Title: "Contributing to tally-tags — tally-tags 1.3.0 documentation",
+		Blocks: []Block{{Selector: "pre", Tag: "pre", Text: build, Under: "Contributing to tally-tags" + HeadingSep + "Update the documentation"}}}
+	if pick, ok := readPage(s, parseGoal(task, u)); ok {
+		t.Errorf("read %v: the docs' build steps as the project's install command", pick.sels)
+	}
+	s.Blocks = []Block{{Selector: "pre", Tag: "pre", Text: fork, Under: "Contributing to tally-tags" + HeadingSep + "Fork the repository"}}
+	if pick, ok := readPage(s, parseGoal(task, u)); ok {
+		t.Errorf("read %v: a set-up script as the install command", pick.sels)
+	}
+	// And the run after: the style check, matched by the site's name only
+	// (in the page's title and its first heading).
+	style := Block{Selector: "#style pre", Tag: "pre", Text: "tox -e black,flake8,isort", Under: "Contributing to tally-tags" + HeadingSep + "Follow style conventions (black, flake8, isort)"}
+	s.Blocks = []Block{style}
+	if pick, ok := readPage(s, parseGoal(task, u)); ok {
+		t.Errorf("read %v: the style check as the install command", pick.sels)
+	}
+	// The install command itself reads.
+	s = &State{Task: task, Title: "Getting Started — tally-tags 1.3.0 documentation",
+		Blocks: []Block{{Selector: "pre", Tag: "pre", Text: "$ pip install tally-tags", Under: "Getting Started"}}}
+	if _, ok := readPage(s, parseGoal(task, u)); !ok {
+		t.Error("the install command is no longer read")
+	}
+	// A command whose section names the task's item still reads (Flask's
+	// "flask run" under Development Server › Command Line).
+	dev := "What command starts the development server?"
+	ds := &State{Task: dev, Title: "Development Server — Flask Documentation (2.2.x)",
+		Blocks: []Block{{Selector: "pre", Tag: "pre", Text: "$ flask --app hello --debug run", Under: "Development Server" + HeadingSep + "Command Line"}}}
+	if _, ok := readPage(ds, parseGoal(dev, "http://127.0.0.1:8080/flask/index.html")); !ok {
+		t.Error("the development server's command under its section is no longer read")
+	}
+}
+
+// TestTasksOwnClassNamesNone: a class the task itself names ("… put a
+// TaggableManager in …") is what it asks about, not the exception (class,
+// …) it asks for. django-taggit's docs answered "Which exception do you get
+// if you put a TaggableManager in ModelAdmin.list_display?" with the
+// sentence that announces the exception, served at P2.
+func TestTasksOwnClassNamesNone(t *testing.T) {
+	const task = "Which exception do you get if you put a TallyManager in Admin.list_display?"
+	const u = "http://127.0.0.1:8080/tally/admin.html"
+	for _, c := range []struct {
+		answer string
+		ok     bool
+	}{
+		{"One important thing to note is that you cannot include a TallyManager in Admin.list_display. If you do you’ll see an exception that looks like:", false},
+		{"AttributeError: '_TallyManager' object has no attribute 'name'", true},
+		{"You get an AttributeError from the TallyManager.", true},
+	} {
+		why := CheckAnswer(task, u, c.answer, AnswerSource{URL: u})
+		if (why == "") != c.ok {
+			t.Errorf("%q: check %q, want passed %v", capText(c.answer, 50), why, c.ok)
+		}
+	}
+}
+
+// TestSharedLabelIsNoPartial: a label that several values share on the
+// page ("Parameters" of every function) does not answer as a partial value
+// either. jsonpickle's docs answered "Which parameter of encode limits how
+// deep jsonpickle recurses into an object?" with the first "Parameters"
+// field list on the page, another function's, served at P2.
+func TestSharedLabelIsNoPartial(t *testing.T) {
+	const task = "Which parameter of encode limits how deep tally recurses into an object?"
+	first := LabelValue{Label: "Parameters", Value: "obj (object) – The object to be serialized. data (dict) – A partially filled dictionary.", Selector: "#flatten"}
+	other := LabelValue{Label: "Parameters", Value: "max_depth (int) – Tally does not recurse deeper than max_depth steps into the object.", Selector: "#encode"}
+	mk := func(labels ...LabelValue) *State {
+		return &State{Task: task, URL: "http://127.0.0.1:8080/tally/api.html", Title: "API — Tally", Labels: labels, Turn: 3, MaxTurns: 25,
+			Blocks: []Block{{Selector: "#p", Tag: "p", Text: "Unrelated prose.", Under: "API"}}}
+	}
+	if a, got := answeredFrom(t, mk(first, other), first); got {
+		t.Errorf("answered from one of two \"Parameters\" values: next action %+v", a)
+	}
+	if _, got := answeredFrom(t, mk(first), first); !got {
+		t.Error("a unique \"Parameters\" label no longer answers: the test proves nothing")
+	}
+}
+
+// TestWhichNeedsAName: "which <thing> …" asks for a name, also when the
+// thing is no API kind (a library, a shell, a platform): a paragraph about
+// the task's words that names nothing does not say which. python3-kitchen's
+// docs (measured clean after the four sites' fixes) answered "Which
+// library does kitchen use to guess the encoding of byte strings?" with a
+// paragraph on converting byte strings ("… third party libraries will
+// automatically attempt to convert …"), served at P2.
+func TestWhichNeedsAName(t *testing.T) {
+	const task = "Which library does tally use to guess the encoding of byte strings?"
+	const u = "http://127.0.0.1:8080/unicode.html"
+	para := "In general, anytime we’re getting a value from outside of python (The filesystem, the network, the environment) we get a byte string. Some standard library modules and third party libraries will automatically attempt to convert a byte string for you. If the library can guess correctly about the encoding, it will return unicode to you."
+	for _, c := range []struct {
+		answer string
+		ok     bool
+	}{
+		{para, false},
+		{"chardet", true},
+		{"chardet; Used in guess_encoding() to help guess the encoding of byte strings being converted.", true},
+		{"Tally uses the Chardet library to guess the encoding of byte strings.", true},
+	} {
+		why := CheckAnswer(task, u, c.answer, AnswerSource{URL: u})
+		if (why == "") != c.ok {
+			t.Errorf("%q: check %q, want passed %v", capText(c.answer, 50), why, c.ok)
+		}
+	}
+	s := &State{Task: task, Title: "Overcoming frustration — tally 1.2.6 documentation", Blocks: []Block{{Selector: "#p3", Tag: "p", Text: para, Under: "Strategy for explicit conversion"}}}
+	if pick, ok := readPage(s, parseGoal(task, u)); ok {
+		t.Errorf("read %v: a paragraph that names no library", pick.sels)
+	}
+	// Which shells, which platform: names in prose still answer.
+	for q, a := range map[string]string{
+		"Which shells does tally complete commands for?":        "Completion works in the Bash, Zsh and Fish shells for commands.",
+		"Which platform can change the size of types in tally?": "Currently the only affected platform is PowerPC and the only affected type is long double.",
+	} {
+		if why := CheckAnswer(q, u, a, AnswerSource{URL: u}); why != "" {
+			t.Errorf("%q answered %q: %q", q, a, why)
+		}
+	}
+}
