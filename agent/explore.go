@@ -86,6 +86,7 @@ type goal struct {
 	typ      AnswerType // what kind of value is asked for
 	kind     string     // the API kind asked for ("which function …"): its answer names one
 	apiWords []string   // with kind: the words a name that answers should carry, as the task writes them
+	verb     string     // with kind: the stem of what the asked one does ("exempts" of "which decorator exempts …"), or ""
 	weak     bool       // targets are weak words, matched in link texts as they are
 }
 
@@ -183,6 +184,9 @@ func parseGoal(task, startURL string) goal {
 	}
 	g.targets = append(append([]string{}, g.attr...), g.entity...)
 	g.kind, g.apiWords = apiWords(text, g)
+	if g.kind != "" {
+		g.verb = apiVerb(text)
+	}
 	for _, n := range taskNames(text) {
 		if !context[n] && !skip[n] && !litParts[n] && !contains(g.names, n) {
 			g.names = append(g.names, n)

@@ -77,6 +77,38 @@ func isDigit(b byte) bool  { return b >= '0' && b <= '9' }
 // something: its answer is an API name.
 var apiKindRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}_-]+\s+){0,2}?(function|method|class|exception|error|parameter|argument|attribute|decorator|module|option|property|setting|variable|filter|hook)s?\b`)
 
+// apiVerbRe finds what the asked one does in "which <kind> [of X] <verb>s
+// …": the word after the kind, in the third person ("exempts", "returns").
+var apiVerbRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}_-]+\s+){0,2}?(?:function|method|class|exception|error|parameter|argument|attribute|decorator|module|option|property|setting|variable|filter|hook)s?(?:\s+of\s+[\p{L}\p{N}_.()-]+)?\s+([a-z]{3,}s)\b`)
+
+// notVerbs are words ending in s that may follow the kind without saying
+// what it does: auxiliaries and other parts of speech.
+var notVerbs = setOf("does", "has", "was", "is", "its", "this", "thus", "as", "us", "plus", "versus", "always", "sometimes", "perhaps", "across", "yes", "less", "unless", "process", "access", "class", "pass", "alias", "status", "bytes", "keys", "values", "options", "settings")
+
+// apiVerb is the stem of the verb that says what the asked API does, or
+// "" when the task says none that way.
+func apiVerb(task string) string {
+	m := apiVerbRe.FindStringSubmatch(task)
+	if m == nil || notVerbs[strings.ToLower(m[1])] {
+		return ""
+	}
+	return stem(strings.ToLower(m[1]))
+}
+
+// saysVerb reports whether a definition says it does the task's verb:
+// a word of text, or a part of the term's name (Limiter.exempt), that
+// starts with the verb's stem (exempt: exempts, exemption). A term's
+// parameters (exempt_when) are not what it does.
+func saysVerb(verb, termText, text string) bool {
+	name, _, _ := strings.Cut(termText, "(")
+	for _, w := range append(identParts(strings.TrimSpace(name)), strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) })...) {
+		if strings.HasPrefix(w, verb) {
+			return true
+		}
+	}
+	return false
+}
+
 // codeIdentRe finds identifiers in code (dotted names kept whole).
 var codeIdentRe = engine.LazyRE(`[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*`)
 
@@ -421,6 +453,21 @@ func readPage(s *State, g goal) (readPick, bool) {
 	for _, w := range weight {
 		total += w
 	}
+	// "Which decorator exempts …": whether one of the page's API terms
+	// says the verb, in its name or its definition (see below).
+	verbSaid := false
+	if g.verb != "" {
+		terms := map[string]bool{}
+		for _, b := range s.Blocks {
+			if b.Tag == "dt" && apiTerm(b.Text) {
+				terms[b.Text] = true
+				verbSaid = verbSaid || saysVerb(g.verb, b.Text, "")
+			}
+		}
+		for _, b := range s.Blocks {
+			verbSaid = verbSaid || b.Tag != "dt" && terms[Nearest(b.Under)] && saysVerb(g.verb, "", b.Text)
+		}
+	}
 	headingOf := map[string]int{} // heading text → index of its block
 	best, bestI, bestTerm := 0.0, -1, -1
 	var bestHead string
@@ -471,6 +518,15 @@ func readPage(s *State, g goal) (readPick, bool) {
 			term, termText = hi, s.Blocks[hi].Text
 		}
 		if apiAnswer(termText, b.Text, b.Tag == "pre" || b.Tag == "code", g) != "" {
+			continue
+		}
+		// "Which decorator exempts a route …": when one of the page's API
+		// terms says it exempts (Limiter.exempt), a definition that does
+		// not ("Decorator to be used for rate limiting individual routes",
+		// under Limiter.limit) describes another one. (With none that says
+		// the verb, the task may use another word for it: "builds a
+		// version string" for "Convert a version tuple ….")
+		if verbSaid && !saysVerb(g.verb, termText, b.Text) {
 			continue
 		}
 		if g.kind == "" && g.typ == AnyAnswer && whichRe.MatchString(s.Task) && termText == "" && !namesOne(b.Text, g) {

@@ -279,3 +279,41 @@ func TestWhichNeedsAName(t *testing.T) {
 		}
 	}
 }
+
+// TestDefinitionMustSayTheVerb: "which decorator exempts …" asks for the
+// one that exempts; a decorator whose definition says it rate-limits
+// routes ("Decorator to be used for rate limiting individual routes", its
+// signature's exempt_when parameter aside) describes another. Debian's
+// Flask-Limiter docs (session 10, unseen before the run) answered "Which
+// decorator exempts a route from all rate limits?" with Limiter.limit's
+// signature, served at P2 by round 3; Limiter.exempt sat on the same page.
+func TestDefinitionMustSayTheVerb(t *testing.T) {
+	const task = "Which decorator exempts a route from all rate limits?"
+	const u = "http://127.0.0.1:8080/tally/index.html"
+	limit := Block{Selector: "#limit", Tag: "dt", Text: "Tally.limit(limit_value: str, *, exempt_when: Optional[Callable[[], bool]] = None, override_defaults: bool = True) → LimitDecorator", Under: "API" + HeadingSep + "Decorators"}
+	limitDef := Block{Selector: "#limit-dd", Tag: "p", Text: "Decorator to be used for rate limiting individual routes or blueprints.", Under: "API" + HeadingSep + "Decorators" + HeadingSep + limit.Text}
+	exempt := Block{Selector: "#exempt", Tag: "dt", Text: "Tally.exempt(obj: Blueprint, *, flags: ExemptionScope = ExemptionScope.APPLICATION)", Under: "API" + HeadingSep + "Decorators"}
+	exemptDef := Block{Selector: "#exempt-dd", Tag: "p", Text: "Mark a view function or all views in a blueprint as exempt from rate limits.", Under: "API" + HeadingSep + "Decorators" + HeadingSep + exempt.Text}
+	g := parseGoal(task, u)
+	s := &State{Task: task, Title: "Tally", Blocks: []Block{limit, limitDef, exempt, exemptDef}}
+	if pick, ok := readPage(s, g); ok && slices.Contains(pick.sels, "#limit-dd") {
+		t.Errorf("read %v: the rate-limiting decorator for the one that exempts", pick.sels)
+	}
+	// The one that says it exempts passes this rule (whether it is read
+	// is the coverage rule's: "decorator" is not in its definition).
+	if !saysVerb(g.verb, exempt.Text, exemptDef.Text) || saysVerb(g.verb, limit.Text, limitDef.Text) {
+		t.Errorf("saysVerb: exempt %v, limit %v; want true, false", saysVerb(g.verb, exempt.Text, exemptDef.Text), saysVerb(g.verb, limit.Text, limitDef.Text))
+	}
+	for task, want := range map[string]string{
+		"Which decorator exempts a route from all rate limits?":        "exempt",
+		"Which function returns the counters of a Tally record?":       "return",
+		"Which parameter of encode limits how deep tally recurses?":    "limit",
+		"Which exception is raised when a record is closed twice?":     "",
+		"Which function does the tally count?":                         "",
+		"Which method of TemplateLookup returns a template for a URI?": "return",
+	} {
+		if got := parseGoal(task, u).verb; got != want {
+			t.Errorf("%q: verb %q, want %q", task, got, want)
+		}
+	}
+}
