@@ -30,7 +30,7 @@ export DISABLE_ROD_FLAG := 1
 # Packages with concurrency run under the race detector; the others run once,
 # plain (running everything twice is too slow on 2 cores). Paths relative to
 # the module; packages that do not exist yet are skipped.
-RACE_PKGS ?= engine engine/mcp engine/web store cmd/pem consolidate agent agent/mcpbrowser
+RACE_PKGS ?= engine engine/mcp engine/web store store/gitrepo cmd/pem consolidate agent agent/mcpbrowser
 
 # The demo: the embedded demo site served on 127.0.0.1, every task cold, then
 # warm rounds until the knowledge is verified and replays at P1 (round 6).
