@@ -75,11 +75,14 @@ func isDigit(b byte) bool  { return b >= '0' && b <= '9' }
 
 // apiKindRe finds a task asking which function (class, parameter, …) does
 // something: its answer is an API name.
-var apiKindRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}_-]+\s+){0,2}?(function|method|class|exception|error|parameter|argument|attribute|decorator|module|option|property|setting|variable|filter|hook)s?\b`)
+var apiKindRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}_-]+\s+){0,2}?(` + apiKinds + `)s?\b`)
+
+// apiKinds are the API kinds a "which …" task may ask for.
+const apiKinds = `function|method|class|exception|error|parameter|argument|attribute|decorator|module|option|property|setting|variable|filter|hook`
 
 // apiVerbRe finds what the asked one does in "which <kind> [of X] <verb>s
 // …": the word after the kind, in the third person ("exempts", "returns").
-var apiVerbRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}_-]+\s+){0,2}?(?:function|method|class|exception|error|parameter|argument|attribute|decorator|module|option|property|setting|variable|filter|hook)s?(?:\s+of\s+[\p{L}\p{N}_.()-]+)?\s+([a-z]{3,}s)\b`)
+var apiVerbRe = engine.LazyRE(`(?i)\b(?:what|which)\s+(?:[\p{L}\p{N}_-]+\s+){0,2}?(?:` + apiKinds + `)s?(?:\s+of\s+[\p{L}\p{N}_.()-]+)?\s+([a-z]{3,}s)\b`)
 
 // notVerbs are words ending in s that may follow the kind without saying
 // what it does: auxiliaries and other parts of speech.

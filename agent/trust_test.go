@@ -204,19 +204,11 @@ func TestCommandForAnotherThing(t *testing.T) {
 func TestTasksOwnClassNamesNone(t *testing.T) {
 	const task = "Which exception do you get if you put a TallyManager in Admin.list_display?"
 	const u = "http://127.0.0.1:8080/tally/admin.html"
-	for _, c := range []struct {
-		answer string
-		ok     bool
-	}{
+	checkAnswers(t, task, u, []answerCase{
 		{"One important thing to note is that you cannot include a TallyManager in Admin.list_display. If you do you’ll see an exception that looks like:", false},
 		{"AttributeError: '_TallyManager' object has no attribute 'name'", true},
 		{"You get an AttributeError from the TallyManager.", true},
-	} {
-		why := CheckAnswer(task, u, c.answer, AnswerSource{URL: u})
-		if (why == "") != c.ok {
-			t.Errorf("%q: check %q, want passed %v", capText(c.answer, 50), why, c.ok)
-		}
-	}
+	})
 }
 
 // TestSharedLabelIsNoPartial: a label that several values share on the
@@ -251,20 +243,12 @@ func TestWhichNeedsAName(t *testing.T) {
 	const task = "Which library does tally use to guess the encoding of byte strings?"
 	const u = "http://127.0.0.1:8080/unicode.html"
 	para := "In general, anytime we’re getting a value from outside of python (The filesystem, the network, the environment) we get a byte string. Some standard library modules and third party libraries will automatically attempt to convert a byte string for you. If the library can guess correctly about the encoding, it will return unicode to you."
-	for _, c := range []struct {
-		answer string
-		ok     bool
-	}{
+	checkAnswers(t, task, u, []answerCase{
 		{para, false},
 		{"chardet", true},
 		{"chardet; Used in guess_encoding() to help guess the encoding of byte strings being converted.", true},
 		{"Tally uses the Chardet library to guess the encoding of byte strings.", true},
-	} {
-		why := CheckAnswer(task, u, c.answer, AnswerSource{URL: u})
-		if (why == "") != c.ok {
-			t.Errorf("%q: check %q, want passed %v", capText(c.answer, 50), why, c.ok)
-		}
-	}
+	})
 	s := &State{Task: task, Title: "Overcoming frustration — tally 1.2.6 documentation", Blocks: []Block{{Selector: "#p3", Tag: "p", Text: para, Under: "Strategy for explicit conversion"}}}
 	if pick, ok := readPage(s, parseGoal(task, u)); ok {
 		t.Errorf("read %v: a paragraph that names no library", pick.sels)
@@ -314,6 +298,23 @@ func TestDefinitionMustSayTheVerb(t *testing.T) {
 	} {
 		if got := parseGoal(task, u).verb; got != want {
 			t.Errorf("%q: verb %q, want %q", task, got, want)
+		}
+	}
+}
+
+// answerCase is an answer and whether CheckAnswer must pass it.
+type answerCase struct {
+	answer string
+	ok     bool
+}
+
+// checkAnswers checks each answer to task on the page u.
+func checkAnswers(t *testing.T, task, u string, cases []answerCase) {
+	t.Helper()
+	for _, c := range cases {
+		why := CheckAnswer(task, u, c.answer, AnswerSource{URL: u})
+		if (why == "") != c.ok {
+			t.Errorf("%q: check %q, want passed %v", capText(c.answer, 50), why, c.ok)
 		}
 	}
 }
