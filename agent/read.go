@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -471,6 +472,12 @@ func readPage(s *State, g goal) (readPick, bool) {
 			verbSaid = verbSaid || b.Tag != "dt" && terms[Nearest(b.Under)] && saysVerb(g.verb, "", b.Text)
 		}
 	}
+	// "How do I convert a byte string to unicode?": whether one of the
+	// page's API terms is the one the task names (to_unicode, see below).
+	termOnPage := false
+	for _, b := range s.Blocks {
+		termOnPage = termOnPage || b.Tag == "dt" && apiTerm(b.Text) && termNamed(b.Text, s.Task)
+	}
 	headingOf := map[string]int{} // heading text → index of its block
 	best, bestI, bestTerm := 0.0, -1, -1
 	var bestHead string
@@ -532,6 +539,12 @@ func readPage(s *State, g goal) (readPick, bool) {
 		if verbSaid && !saysVerb(g.verb, termText, b.Text) {
 			continue
 		}
+		// Beside the term the task names, one whose name says something
+		// the task does not (xml_to_unicode) is about another thing, however
+		// many of the task's words its signature carries (byte_string).
+		if termOnPage && termText != "" && termOther(termText, g) {
+			continue
+		}
 		if g.kind == "" && g.typ == AnyAnswer && whichRe.MatchString(s.Task) && termText == "" && !namesOne(b.Text, g) {
 			continue
 		}
@@ -541,6 +554,9 @@ func readPage(s *State, g goal) (readPick, bool) {
 		if g.typ == ExplainAnswer && eventDesc(b.Text) || g.typ == NumberAnswer && (b.Tag == "pre" || b.Tag == "code") {
 			continue
 		}
+		// The term the task names ("… to unicode": to_unicode) is the
+		// section it asks about, as a heading naming its literal is.
+		named := termText != "" && termNamed(termText, s.Task)
 		near := setOfStems(nearest)
 		// A command is about what it names or its section says; the site's
 		// name (django-taggit of "… — django-taggit 1.3.0 documentation",
@@ -596,7 +612,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 			if total-nearHit > 0 {
 				need = ownHit / (total - nearHit)
 			}
-		case litHead || g.typ == CommandAnswer:
+		case litHead || named || g.typ == CommandAnswer:
 			need = cover
 		case g.typ == ExplainAnswer:
 			need = 0
@@ -616,6 +632,9 @@ func readPage(s *State, g goal) (readPick, bool) {
 		score := cover + 0.25*ownCover + 0.25*nearHit/maxF(total, 1)
 		if litHead {
 			score += 0.25 // the heading names the item the task is about
+		}
+		if named {
+			score += 0.25 // the task says the name the term defines
 		}
 		if len(b.Text) > 600 && g.typ != ExplainAnswer {
 			score -= 0.1 // a value sits in a short block
@@ -656,6 +675,57 @@ func readPage(s *State, g goal) (readPick, bool) {
 		}
 	}
 	return pick, true
+}
+
+// termName is the stems of the name an API term defines: its last
+// dotted part, split at underscores and case changes.
+func termName(term string) []string {
+	name := term
+	if i := strings.IndexAny(name, "( "); i >= 0 {
+		name = name[:i]
+	}
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	parts := identParts(name)
+	for i, p := range parts {
+		parts[i] = stem(p)
+	}
+	return parts
+}
+
+// termNamed says whether the task says, as words in a row, the name an
+// API term defines (of two words or more, one a content word): "How do
+// I convert a byte string to unicode?" says to_unicode. One word is too
+// weak a sign (a function string()).
+func termNamed(term, task string) bool {
+	parts := termName(term)
+	content := false
+	for _, p := range parts {
+		content = content || !stopWords[p]
+	}
+	if len(parts) < 2 || !content {
+		return false
+	}
+	words := stems(task)
+	for i := 0; i+len(parts) <= len(words); i++ {
+		if slices.Equal(words[i:i+len(parts)], parts) {
+			return true
+		}
+	}
+	return false
+}
+
+// termOther says whether an API term's name has a word the task does not
+// say: beside a term the task names (to_unicode), xml_to_unicode converts
+// something else.
+func termOther(term string, g goal) bool {
+	for _, p := range termName(term) {
+		if !g.words[p] {
+			return true
+		}
+	}
+	return false
 }
 
 // maxAnswerBlock is the longest block the reader answers with.

@@ -318,3 +318,39 @@ func checkAnswers(t *testing.T, task, u string, cases []answerCase) {
 		}
 	}
 }
+
+// TestTermTheTaskNames: "How do I read a config file to dict?" says
+// to_dict; yaml_to_dict, whose signature carries more of the task's words
+// (config_file), converts something else and is not the answer.
+func TestTermTheTaskNames(t *testing.T) {
+	const task = "How do I read a config file to dict with tally?"
+	const u = "http://127.0.0.1:8080/tally/api.html"
+	under := "API" + HeadingSep + "Readers"
+	yaml := Block{Selector: "#yaml", Tag: "dt", Text: "tally.io.yaml_to_dict(config_file, strict=False)", Under: under}
+	yamlDef := Block{Selector: "#yaml-dd", Tag: "p", Text: "Load a config file of YAML into a dict.", Under: under + HeadingSep + yaml.Text}
+	dict := Block{Selector: "#dict", Tag: "dt", Text: "tally.io.to_dict(obj, strict=False)", Under: under}
+	dictDef := Block{Selector: "#dict-dd", Tag: "p", Text: "obj – the config file to read, as a path or an open file.", Under: under + HeadingSep + dict.Text}
+	s := &State{Task: task, Title: "Tally", Blocks: []Block{yaml, yamlDef, dict, dictDef}}
+	pick, ok := readPage(s, parseGoal(task, u))
+	if !ok || !slices.Contains(pick.sels, "#dict-dd") {
+		t.Errorf("read %v (found %v), want to_dict's #dict-dd: the task says its name", pick.sels, ok)
+	}
+	for term, want := range map[string]bool{
+		"tally.io.to_dict(obj, strict=False)":              true,
+		"tally.io.yaml_to_dict(config_file, strict=False)": false, // "yaml" is not the task's
+		"tally.io.dict(obj)":                               false, // one word is too weak a sign
+		"tally.io.to_a(obj)":                               false, // no content word
+		"Tally.toDict(obj)":                                true,
+	} {
+		if got := termNamed(term, task); got != want {
+			t.Errorf("termNamed(%q) = %v, want %v", term, got, want)
+		}
+	}
+	// Where the task says yaml too, yaml_to_dict is not refused: it may
+	// be the one ("… a YAML config file to dict").
+	const yamlTask = "How do I read a YAML config file to dict with tally?"
+	g := parseGoal(yamlTask, u)
+	if termOther(yaml.Text, g) || !termOther("tally.io.json_to_dict(text)", g) {
+		t.Errorf("termOther: yaml_to_dict %v, json_to_dict %v; want false, true", termOther(yaml.Text, g), termOther("tally.io.json_to_dict(text)", g))
+	}
+}
