@@ -700,6 +700,12 @@ func gitIndex(dir, idx string, args ...string) string {
 // the big tree with its commit; the baseline commits the very same change
 // with git add -A && git commit.
 func consolidate(dir string, n, newer int) {
+	// A kept tree keeps each run's new traces: the row says how many the
+	// run folded into, not how many the tree was generated with.
+	if held := countTraces(dir) - newer; held != n {
+		logf("the kept tree holds %d traces besides the new ones (each run on it adds %d; remove %s to measure at %d again)", held, newer, dir, n)
+		n = held
+	}
 	logf("consolidate %d new traces into %d", newer, n)
 	now := treegen.Base.Add(time.Hour).Format(time.RFC3339)
 	head := strings.TrimSpace(string(proc(dir, "git", "rev-parse", "HEAD").out))
@@ -756,6 +762,24 @@ func consolidate(dir string, n, newer int) {
 		fmt.Sprintf("%s (CPU %s), %s; commit step %s", sec(c.wall), sec(c.cpu), mib(c.rssKB), sec(commitStep)),
 		fmt.Sprintf("the same change by `git add -A && git commit` %s on main + %s on the state's own index (`add -A`, `write-tree`, `commit-tree`, `update-ref`) = %s", sec(g), sec(gs), sec(g+gs)),
 		fmt.Sprintf("commit step %.2f× git (whole run %.2f×)", ratio(commitStep, g+gs), ratio(c.wall, g+gs)), "≤ 2 s, ≤ 200 MB; commit ≤ 0.5× git"})
+}
+
+// countTraces counts the trace files of the tree at dir.
+func countTraces(dir string) int {
+	n := 0
+	err := filepath.WalkDir(filepath.Join(dir, "traces"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".yaml") {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		fatalf("counting the traces of %s: %v", dir, err)
+	}
+	return n
 }
 
 // pemLog: a tree whose history holds `commits` commits (git fast-import),
