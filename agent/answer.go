@@ -273,6 +273,15 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 			}
 		}
 	}
+	if leadIn(a, t) {
+		return "it introduces what follows (it ends in a colon), it does not say it"
+	}
+	if defaultAskedRe.MatchString(task) && !defaultSaidRe.MatchString(a) {
+		return "it says no default, which the task asks for"
+	}
+	if why := declaredKind(task, a); why != "" {
+		return why
+	}
 	g := parseGoal(task, startURL)
 	if g.kind == "" && t == AnyAnswer && whichRe.MatchString(task) {
 		// An answer read with its term ("chardet; Used in …") names it.
@@ -431,4 +440,79 @@ func landedOnError(ctx context.Context, p Page) (string, int) {
 		status = rd.StatusCode(ctx)
 	}
 	return errorPage(p.URL(), status, ""), status
+}
+
+// leadIn reports whether an answer is a lead-in: its last part ends in a
+// colon ("You can use the Factory class as a shortcut for the default
+// build strategy:"), introducing the code or list that follows rather
+// than saying anything, when it is one sentence read alone: a paragraph
+// that says something first and then "Here are some examples:" is not,
+// nor a definition read with its term (the term names the answer; an
+// explanation's two blocks said theirs first). An explanation's two blocks may end so (the
+// reason came first).
+func leadIn(a string, t AnswerType) bool {
+	if strings.Contains(a, AnswerSep) {
+		return false
+	}
+	a = strings.TrimSpace(a)
+	return strings.HasSuffix(a, ":") && !sentenceBreakRe.MatchString(a)
+}
+
+// sentenceBreakRe: a paragraph of several sentences ("There are two
+// functions …: gettext() and ngettext(). The first … Here some
+// examples:") says something before its closing lead-in.
+var sentenceBreakRe = engine.LazyRE(`[.!?]\s+\p{Lu}`)
+
+// defaultAskedRe: the task asks what some item's default is ("What is the
+// default length of …"); defaultSaidRe: the answer says a default ("This
+// defaults to 'UTC'", "Default: remember_token", "(the default value)",
+// length=12). "What does X default to?" is not asked so: its bare value
+// ("UTF-8") is the default.
+var (
+	defaultAskedRe = engine.LazyRE(`(?i)^\s*what(?:'s|\s+is|\s+are)\s+the\s+default\s+[\p{L}_-]+`)
+	defaultSaidRe  = engine.LazyRE(`(?i)\bdefault(?:s|ed)?\b|[\p{L}\p{N}_]=\S`)
+)
+
+// declaredTermRe: an API term that declares its kind, as Sphinx writes it
+// ("property default_locale", "class tally.Counter(…)",
+// "exception tally.Overflow").
+var declaredTermRe = engine.LazyRE(`^\s*(class|exception|property|attribute|data|method|classmethod|staticmethod|function|decorator|module|async)\s+[\p{L}_][\p{L}\p{N}_.]*`)
+
+// askedHeadRe: the kind words of a "which …" task ("Which configuration
+// value …", "Which method …"): up to three words after which or what.
+var askedHeadRe = engine.LazyRE(`(?i)^\s*(?:which|what)\s+((?:[\p{L}_-]+\s+){0,2}[\p{L}_-]+)`)
+
+// kindAllows: for the kind words a task asks by, the declared kinds that
+// can be one ("which setting" is data or an attribute, not a class's
+// property; "which function" is no class).
+var kindAllows = []struct {
+	asked   map[string]bool
+	allowed map[string]bool
+}{
+	{setOf("configuration", "config", "setting", "settings", "option", "options", "variable", "variables", "constant", "constants"), setOf("data", "attribute")},
+	{setOf("function", "functions", "method", "methods", "decorator", "decorators", "hook", "hooks", "callback", "callbacks", "filter", "filters"), setOf("method", "classmethod", "staticmethod", "function", "decorator", "async")},
+	{setOf("class", "classes", "exception", "exceptions", "error", "errors"), setOf("class", "exception")},
+	{setOf("attribute", "attributes", "property", "properties"), setOf("attribute", "property", "data")},
+}
+
+// declaredKind says why an answer read with a term that declares its kind
+// cannot answer a "which <kind> …" task of another kind, or "": Flask-Babel's
+// "property default_locale" (a class's property) is not the configuration
+// value that sets the default locale.
+func declaredKind(task, a string) string {
+	term, _, _ := strings.Cut(a, AnswerSep)
+	m := declaredTermRe.FindStringSubmatch(term)
+	h := askedHeadRe.FindStringSubmatch(task)
+	if m == nil || h == nil {
+		return ""
+	}
+	decl := strings.ToLower(m[1])
+	for _, w := range strings.Fields(strings.ToLower(h[1])) {
+		for _, k := range kindAllows {
+			if k.asked[w] && !k.allowed[decl] {
+				return "it is a " + decl + ", not the " + w + " the task asks for"
+			}
+		}
+	}
+	return ""
 }

@@ -245,13 +245,25 @@ func namesAPI(a string, g goal) bool {
 				continue
 			}
 			n := strings.ToLower(strings.Trim(f[j], ",;:.!?\"'“”‘’«»()"))
-			if n != "" && !stopWords[stem(n)] && !g.words[stem(n)] {
+			// The word after the kind's names it only when written as a
+			// name ("the method `lock`" is rare prose; "this method only
+			// works" names none), the word before only when it is no
+			// determiner or adverb ("the limit argument", not "each
+			// method", "another method").
+			if j == i+1 && !apiIdent(strings.Trim(f[j], ",;:.!?\"'“”‘’«»()")) && !strings.ContainsAny(f[j], "`'\"“‘") {
+				continue
+			}
+			if n != "" && !stopWords[stem(n)] && !g.words[stem(n)] && !kindDeterminers[n] {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// kindDeterminers are words before a kind's own that say which one in
+// prose ("each method", "another function"), not by name.
+var kindDeterminers = setOf("each", "every", "another", "other", "such", "same", "one", "some", "these", "those", "both", "either", "neither", "only", "new", "given", "following", "above", "below", "previous", "next", "last", "first", "second", "own", "simple", "special", "single", "helper", "better", "whole", "builtin", "built-in")
 
 // namesOne reports whether an answer to "which <thing> …" that asks for
 // no API kind ("Which library …", "Which shells …") names one: a short
