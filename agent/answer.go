@@ -273,7 +273,7 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 			}
 		}
 	}
-	if leadIn(a, t) {
+	if leadIn(a) {
 		return "it introduces what follows (it ends in a colon), it does not say it"
 	}
 	if defaultAskedRe.MatchString(task) && !defaultSaidRe.MatchString(a) {
@@ -447,10 +447,9 @@ func landedOnError(ctx context.Context, p Page) (string, int) {
 // build strategy:"), introducing the code or list that follows rather
 // than saying anything, when it is one sentence read alone: a paragraph
 // that says something first and then "Here are some examples:" is not,
-// nor a definition read with its term (the term names the answer; an
-// explanation's two blocks said theirs first). An explanation's two blocks may end so (the
-// reason came first).
-func leadIn(a string, t AnswerType) bool {
+// nor an answer of two blocks (a definition read with its term, which
+// names the answer; an explanation's blocks, which said theirs first).
+func leadIn(a string) bool {
 	if strings.Contains(a, AnswerSep) {
 		return false
 	}

@@ -690,11 +690,12 @@ func readPage(s *State, g goal) (readPick, bool) {
 }
 
 // termName is the stems of the name an API term defines: its last
-// dotted part, split at underscores and case changes.
+// dotted part, split at underscores and case changes, after the kind a
+// term may declare first ("property default_locale", "class tally.Counter(…)").
 func termName(term string) []string {
-	name := term
-	if i := strings.IndexAny(name, "( "); i >= 0 {
-		name = name[:i]
+	name, _, _ := strings.Cut(term, "(")
+	if f := strings.Fields(name); len(f) > 0 {
+		name = f[len(f)-1]
 	}
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		name = name[i+1:]

@@ -341,6 +341,8 @@ func TestTermTheTaskNames(t *testing.T) {
 		"tally.io.dict(obj)":                               false, // one word is too weak a sign
 		"tally.io.to_a(obj)":                               false, // no content word
 		"Tally.toDict(obj)":                                true,
+		"class tally.io.ToDict(obj, strict=False)":         true, // the declared kind is no part of the name
+		"property to_dict":                                 true,
 	} {
 		if got := termNamed(term, task); got != want {
 			t.Errorf("termNamed(%q) = %v, want %v", term, got, want)
@@ -376,7 +378,7 @@ func TestLeadInSaysNothing(t *testing.T) {
 		{"There are two functions that reset counters: reset() and reset_all(). The first resets one counter, the second all of them. Here some examples:", true},
 		{"Call Counter.reset() to set the counter back to zero.", true},
 	})
-	if leadIn("Counters are cheap; Here is why:", ExplainAnswer) {
+	if leadIn("Counters are cheap; Here is why:") {
 		t.Error("an explanation's two blocks refused for the second's colon")
 	}
 }
