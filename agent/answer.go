@@ -273,7 +273,7 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 			}
 		}
 	}
-	if leadIn(a) {
+	if leadIn(a) && !namesIdent(a, task) {
 		return "it introduces what follows (it ends in a colon), it does not say it"
 	}
 	if defaultAskedRe.MatchString(task) && !defaultSaidRe.MatchString(a) {
@@ -455,6 +455,19 @@ func leadIn(a string) bool {
 	}
 	a = strings.TrimSpace(a)
 	return strings.HasSuffix(a, ":") && !sentenceBreakRe.MatchString(a)
+}
+
+// namesIdent reports whether an answer holds an identifier the task does
+// not ("… can be decorated with the login_required decorator:" names the
+// decorator before the example that follows it).
+func namesIdent(a, task string) bool {
+	for _, f := range strings.Fields(a) {
+		w := strings.Trim(f, ",;:.!?\"'`“”‘’«»")
+		if w != "" && apiIdent(w) && !hasLiteral(task, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // sentenceBreakRe: a paragraph of several sentences ("There are two

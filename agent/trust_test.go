@@ -378,6 +378,13 @@ func TestLeadInSaysNothing(t *testing.T) {
 		{"There are two functions that reset counters: reset() and reset_all(). The first resets one counter, the second all of them. Here some examples:", true},
 		{"Call Counter.reset() to set the counter back to zero.", true},
 	})
+	// A lead-in that names what the task asks for says it (Flask-Login's
+	// "… can be decorated with the login_required decorator:", lost to the
+	// first form of this rule).
+	checkAnswers(t, "Which decorator makes a view count its calls?", u, []answerCase{
+		{"Views that count their calls can be decorated with the count_calls decorator:", true},
+		{"Views that count their calls can be decorated like this:", false},
+	})
 	if leadIn("Counters are cheap; Here is why:") {
 		t.Error("an explanation's two blocks refused for the second's colon")
 	}
