@@ -276,7 +276,7 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 	if leadIn(a) && !namesIdent(a, task) {
 		return "it introduces what follows (it ends in a colon), it does not say it"
 	}
-	if defaultAskedRe.MatchString(task) && !defaultSaidRe.MatchString(a) {
+	if defaultAskedRe.MatchString(task) && len(strings.Fields(a)) > 2 && !defaultSaidRe.MatchString(a) {
 		return "it says no default, which the task asks for"
 	}
 	if why := declaredKind(task, a); why != "" {
@@ -479,7 +479,9 @@ var sentenceBreakRe = engine.LazyRE(`[.!?]\s+\p{Lu}`)
 // default length of …"); defaultSaidRe: the answer says a default ("This
 // defaults to 'UTC'", "Default: remember_token", "(the default value)",
 // length=12). "What does X default to?" is not asked so: its bare value
-// ("UTF-8") is the default.
+// ("UTF-8") is the default. A bare value is not held to it either: read
+// from a field ("Default branch: main"), "main" is the answer; a
+// description of more than two words is what must say a default.
 var (
 	defaultAskedRe = engine.LazyRE(`(?i)^\s*what(?:'s|\s+is|\s+are)\s+the\s+default\s+[\p{L}_-]+`)
 	defaultSaidRe  = engine.LazyRE(`(?i)\bdefault(?:s|ed)?\b|[\p{L}\p{N}_]=\S`)

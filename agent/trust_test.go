@@ -401,6 +401,7 @@ func TestDefaultAskedIsSaid(t *testing.T) {
 		{"The width of the bars. Defaults to 12.", true},
 		{"class tally.Bars(width=12, colour='green')", true},
 		{"Default: 12", true},
+		{"12", true}, // a field's value ("Default width: 12"), as the demo's "Default branch: main"
 	})
 	// "What does X default to?" asks so in its verb: the bare value answers.
 	checkAnswers(t, "What does the width argument of draw default to?", u, []answerCase{{"12", true}})
