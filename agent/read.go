@@ -486,9 +486,10 @@ func readPage(s *State, g goal) (readPick, bool) {
 	}
 	// "How do I convert a byte string to unicode?": whether one of the
 	// page's API terms is the one the task names (to_unicode, see below).
+	taskWords := stems(s.Task)
 	termOnPage := false
 	for _, b := range s.Blocks {
-		termOnPage = termOnPage || b.Tag == "dt" && apiTerm(b.Text) && termNamed(b.Text, s.Task)
+		termOnPage = termOnPage || b.Tag == "dt" && apiTerm(b.Text) && termNamed(b.Text, taskWords)
 	}
 	headingOf := map[string]int{} // heading text → index of its block
 	best, bestI, bestTerm := 0.0, -1, -1
@@ -568,7 +569,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 		}
 		// The term the task names ("… to unicode": to_unicode) is the
 		// section it asks about, as a heading naming its literal is.
-		named := termText != "" && termNamed(termText, s.Task)
+		named := termText != "" && termNamed(termText, taskWords)
 		near := setOfStems(nearest)
 		// A command is about what it names or its section says; the site's
 		// name (django-taggit of "… — django-taggit 1.3.0 documentation",
@@ -707,11 +708,11 @@ func termName(term string) []string {
 	return parts
 }
 
-// termNamed says whether the task says, as words in a row, the name an
-// API term defines (of two words or more, one a content word): "How do
-// I convert a byte string to unicode?" says to_unicode. One word is too
-// weak a sign (a function string()).
-func termNamed(term, task string) bool {
+// termNamed says whether the task (its stems, in order) says, as words
+// in a row, the name an API term defines (of two words or more, one a
+// content word): "How do I convert a byte string to unicode?" says
+// to_unicode. One word is too weak a sign (a function string()).
+func termNamed(term string, words []string) bool {
 	parts := termName(term)
 	content := false
 	for _, p := range parts {
@@ -720,7 +721,6 @@ func termNamed(term, task string) bool {
 	if len(parts) < 2 || !content {
 		return false
 	}
-	words := stems(task)
 	for i := 0; i+len(parts) <= len(words); i++ {
 		if slices.Equal(words[i:i+len(parts)], parts) {
 			return true

@@ -344,7 +344,7 @@ func TestTermTheTaskNames(t *testing.T) {
 		"class tally.io.ToDict(obj, strict=False)":         true, // the declared kind is no part of the name
 		"property to_dict":                                 true,
 	} {
-		if got := termNamed(term, task); got != want {
+		if got := termNamed(term, stems(task)); got != want {
 			t.Errorf("termNamed(%q) = %v, want %v", term, got, want)
 		}
 	}
