@@ -36,6 +36,9 @@ const (
 	SecretCookie       SecretKind = "cookie"
 	SecretURLUserinfo  SecretKind = "credential in a URL (userinfo)"
 	SecretParam        SecretKind = "credential parameter"
+	SecretServiceToken SecretKind = "service token"
+	SecretCommandLine  SecretKind = "credential on a command line"
+	SecretProse        SecretKind = "password in text"
 )
 
 // SecretHit is one secret found in a text: its kind and the byte span
@@ -56,6 +59,9 @@ type secretRule struct {
 	triggers []string
 	// valid, when set, must accept the value.
 	valid func(v string) bool
+	// unless, when set, is a submatch that drops the hit when it matched
+	// (what follows the value says it is no credential).
+	unless int
 }
 
 // credName is a parameter or key name that holds a credential. Compound
@@ -118,7 +124,49 @@ var secretRules = []secretRule{
 	// name: value in JSON, YAML and headers (X-Api-Key: …); strong names
 	// only, since "session: s1" is pem's own field.
 	{kind: SecretParam, triggers: credTriggers, group: 1, valid: credentialValue,
-		re: LazyRE(`(?i)(?:^|[\s"'{,(\[;])["']?` + credNameStrong + `["']?\s*:\s*["']?([^\s"'&,;{}\[\]<>]{3,})`)},
+		re: LazyRE(`(?i)(?:^|[\s"'{,(\[;])["']?` + credNameStrong + `["']?\s*:\s*["']?([^\s"',;{}\[\]<>]{3,})`)},
+	// Tokens of services whose dashboards show them once, as an agent
+	// creating a key reads it off the page: Docker Hub, Supabase, Groq,
+	// Replicate, Notion, PlanetScale, Pulumi, Sentry, New Relic, Heroku,
+	// Google OAuth (client secret, access token), Bitbucket, age, Airtable,
+	// Fly.io, Terraform Cloud, Square, Firebase, Dropbox.
+	{kind: SecretServiceToken, group: 1,
+		triggers: []string{"dckr_pat_", "sbp_", "gsk_", "r8_", "ntn_", "secret_", "pscale_", "pul-", "sntry", "nrak-",
+			"hrku-", "gocspx-", "ya29.", "atbb", "age-secret-key-", "pat", "fo1_", "fm1_", "fm2_", ".atlasv1.", "eaaa", "apa91b", "sl."},
+		re: LazyRE(`(?:^|[^A-Za-z0-9_\-])(` +
+			`dckr_pat_[A-Za-z0-9_\-]{27,}|sbp_[a-f0-9]{40}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|ntn_[A-Za-z0-9]{40,}|` +
+			`secret_[A-Za-z0-9]{43}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.\-]{32,}|pul-[a-f0-9]{40}|sntry[su]_[A-Za-z0-9_+/=]{40,}|` +
+			`NRAK-[A-Z0-9]{27}|HRKU-[A-Za-z0-9_\-]{20,}|GOCSPX-[A-Za-z0-9_\-]{24,}|ya29\.[A-Za-z0-9_\-]{30,}|` +
+			`ATBB[A-Za-z0-9_=.\-]{28,}|AGE-SECRET-KEY-1[0-9A-Z]{50,}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|` +
+			`fo1_[A-Za-z0-9_\-]{40,}|fm[12]_[A-Za-z0-9+/=_\-]{40,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,}|` +
+			`EAAA[A-Za-z0-9_\-]{60,}|AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,}|sl\.[A-Za-z0-9_\-]{90,})`)},
+	// Tokens whose shape has no distinct prefix: Twilio API key secrets
+	// (SK and 32 hex digits), Mailchimp keys (32 hex digits, -us and the
+	// data centre), Telegram bot tokens (the bot's id, a colon, 35
+	// characters from AA), Discord bot tokens (three base64url parts).
+	{kind: SecretServiceToken, triggers: []string{"sk", "-us", ":aa"}, group: 1,
+		re: LazyRE(`(?:^|[^A-Za-z0-9_\-])(SK[0-9a-fA-F]{32}|[0-9a-f]{32}-us[0-9]{1,2}|[0-9]{6,12}:AA[A-Za-z0-9_\-]{30,40})(?:[^A-Za-z0-9_\-]|\z)`)},
+	{kind: SecretServiceToken, triggers: []string{"mt", "mz", "nd", "nj", "nz", "od", "ot"}, group: 1, valid: discordToken,
+		re: LazyRE(`(?:^|[^A-Za-z0-9_\-.])([MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40})(?:[^A-Za-z0-9_\-.]|\z)`)},
+	// A PuTTY key file's private lines.
+	{kind: SecretPrivateKey, triggers: []string{"private-lines:"}, group: 1,
+		re: LazyRE(`(?i)Private-Lines:[ \t]*\d+[ \t]*\r?\n((?:[A-Za-z0-9+/=]+(?:\r?\n|\z))+)`)},
+	// Credentials given to a command: --password VALUE (the = form is a
+	// parameter above), curl -u user:password, and -p PASSWORD of the
+	// clients whose -p is one (mysql, mariadb, sshpass, docker login …).
+	{kind: SecretCommandLine, triggers: []string{"--"}, group: 1, valid: credentialValue,
+		re: LazyRE(`(?i)(?:^|\s)--(?:password|passwd|pass|token|api-?key|secret|auth-token|access-token|http-password|proxy-password|client-secret)\s+["']?([^\s"']+)`)},
+	{kind: SecretCommandLine, triggers: []string{"curl"}, group: 1,
+		re: LazyRE(`(?i)\bcurl\b[^\n]*?\s(?:-u|--user|--proxy-user)(?:\s+|=)?["']?([^\s"':]*:[^\s"']+)`)},
+	{kind: SecretCommandLine, triggers: []string{"mysql", "mariadb", "sshpass", "login"}, group: 1, valid: credentialValue,
+		re: LazyRE(`(?i)\b(?:mysql\w*|mariadb\w*|sshpass|(?:docker|podman|buildah|helm|oras|skopeo|nerdctl)\b[^\n]*?\blogin)\b[^\n]*?\s-p[ \t]*["']?([^\s"'\-][^\s"']*)`)},
+	// A password told in words: "the password is hunter2", "login alice
+	// password s3cret1" (.netrc), "with password Tr0ub4dor&3". Only a value
+	// with a digit or a symbol ("password reset", "password is required"
+	// are not), and not a length ("password is 8-64 characters").
+	{kind: SecretProse, triggers: []string{"pass", "pwd"}, group: 1, valid: proseCredential, unless: 2,
+		re: LazyRE(`(?i)\b(?:password|passwd|passphrase|passcode|pwd)\s+(?:is\s+|was\s+)?["'\x{201C}\x{2018}]?([^\s"'<>\x{201D}\x{2019}]{3,})` +
+			`(\s+(?:characters?|chars|digits?|letters?|symbols?|bytes|words|long|or\s+(?:more|longer|fewer)))?`)},
 }
 
 var placeholderRe = LazyRE(`\{\{(?:secret:[^{}]*|redacted)\}\}`)
@@ -227,7 +275,7 @@ func findSecrets(text string) []SecretHit {
 			if v == "" || harmlessSecret(v) || strings.HasSuffix(text[:lo], "{{") {
 				continue
 			}
-			if r.valid != nil && !r.valid(v) {
+			if r.valid != nil && !r.valid(v) || r.unless > 0 && m[2*r.unless] >= 0 {
 				continue
 			}
 			hits = append(hits, SecretHit{Kind: r.kind, Offset: lo, End: hi})
@@ -262,7 +310,11 @@ func mergeHits(hits []SecretHit) []SecretHit {
 // ScrubText replaces every secret FindSecrets reports with Redacted and
 // returns the kinds it removed (in order, each once).
 func ScrubText(s string) (string, []SecretKind) {
-	hits := FindSecrets(s)
+	return scrubHits(s, FindSecrets(s))
+}
+
+// scrubHits is ScrubText with the hits FindSecrets(s) returned.
+func scrubHits(s string, hits []SecretHit) (string, []SecretKind) {
 	if len(hits) == 0 {
 		return s, nil
 	}
@@ -378,6 +430,48 @@ func credentialValue(v string) bool {
 	}
 	first, _, _ := strings.Cut(strings.ToLower(t), " ")
 	return !credentialStopwords[strings.TrimRight(first, ".,;:!")]
+}
+
+// discordToken accepts three base64url parts whose first is a numeric id
+// encoded, as a Discord bot token's is (not a dotted name of three words).
+func discordToken(v string) bool {
+	id, _, _ := strings.Cut(v, ".")
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(id, "="))
+	if err != nil || len(b) < 15 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// proseCredential accepts a word after "password" that reads as one: a
+// digit or a symbol in it, and not a word a page says there instead.
+func proseCredential(v string) bool {
+	t := strings.TrimRight(v, ".,;:!?)")
+	if len(t) < 3 || strings.ContainsAny(t[:1], "([{*&") || !credentialValue(t) {
+		return false
+	}
+	// Words joined by slashes are prose too ("password and/or salt").
+	words := true
+	for w := range strings.SplitSeq(t, "/") {
+		words = words && len(w) >= 2 && strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLetter(r) }) < 0
+	}
+	if words {
+		return false
+	}
+	if len(t) < 6 && strings.IndexFunc(t, unicode.IsLetter) < 0 {
+		return false // a number or a range ("8-64", "12+"), not a password
+	}
+	for _, r := range t {
+		if unicode.IsDigit(r) || !unicode.IsLetter(r) && r != '-' {
+			return true
+		}
+	}
+	return false
 }
 
 // tokenLike accepts an opaque token: letters and digits mixed, or long.

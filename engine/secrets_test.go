@@ -1,8 +1,11 @@
 package engine_test
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +38,8 @@ func canaries() []canary {
 	jwt := "ey" + "JhbGciOiJIUzI1NiJ9." + "ey" + "JzdWIiOiJmYWtlIn0.F4KEsignatureF4KE"
 	key := "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIF4KEF4KEprivate\n-----END RSA PRIVATE KEY-----"
 	basic := base64.StdEncoding.EncodeToString([]byte("fakeuser:F4KEbasicpw"))
+	dckr := "dckr" + "_pat_" + r("F4KE", 7)
+	discord := base64.RawURLEncoding.EncodeToString([]byte("123456789012345678")) + ".F4KEf4." + r("F4KE", 8)
 	return []canary{
 		{engine.SecretGitHub, "push failed for token " + gh + " (scope repo)", gh},
 		{engine.SecretGitHub, "env GITHUB=" + pat, pat},
@@ -67,6 +72,41 @@ func canaries() []canary {
 		{engine.SecretCookie, `"cookies": "sid=F4KEjsoncookie"`, "F4KEjsoncookie"},
 		{engine.SecretParam, "https://example.com/?next=%2Flogin%3Fpassword%3DF4KEenc0ded%26x%3D1", "F4KEenc0ded"},
 		{engine.SecretAuthHeader, "h=Authorization%253A%2520Bearer%2520F4KEtwice0123456", "F4KEtwice0123456"},
+		// Session 12's probe: formats and phrasings no earlier rule had.
+		{engine.SecretParam, "Password: F4KE&tail9", "&tail9"},
+		{engine.SecretServiceToken, "docker login -u me --password-stdin <<< " + dckr, dckr},
+		{engine.SecretServiceToken, "SUPABASE_ACCESS_TOKEN " + "sb" + "p_" + r("f4ce", 10), "sb" + "p_" + r("f4ce", 10)},
+		{engine.SecretServiceToken, "key " + "gs" + "k_" + r("F4KE", 13) + " created", "gs" + "k_" + r("F4KE", 13)},
+		{engine.SecretServiceToken, "your token: " + "r8" + "_" + r("F4KE", 9) + "F", "r8" + "_" + r("F4KE", 9) + "F"},
+		{engine.SecretServiceToken, "integration " + "nt" + "n_" + r("F4KE", 11), "nt" + "n_" + r("F4KE", 11)},
+		{engine.SecretServiceToken, "pscale" + "_tkn_" + r("F4KE", 9), "pscale" + "_tkn_" + r("F4KE", 9)},
+		{engine.SecretServiceToken, "PULUMI " + "pu" + "l-" + r("f4ce", 10), "pu" + "l-" + r("f4ce", 10)},
+		{engine.SecretServiceToken, "sntry" + "s_" + r("F4KE", 11), "sntry" + "s_" + r("F4KE", 11)},
+		{engine.SecretServiceToken, "NR" + "AK-" + r("F4KE", 6) + "F4K" + " (user key)", "NR" + "AK-" + r("F4KE", 6) + "F4K"},
+		{engine.SecretServiceToken, "HR" + "KU-" + r("F4KE", 6), "HR" + "KU-" + r("F4KE", 6)},
+		{engine.SecretServiceToken, "Client secret GOC" + "SPX-" + r("F4KE", 7), "GOC" + "SPX-" + r("F4KE", 7)},
+		{engine.SecretServiceToken, "access ya" + "29." + r("F4KE", 9), "ya" + "29." + r("F4KE", 9)},
+		{engine.SecretServiceToken, "app password AT" + "BB" + r("F4KE", 8), "AT" + "BB" + r("F4KE", 8)},
+		{engine.SecretServiceToken, "AGE-SECRET" + "-KEY-1" + r("F4KE", 14), "AGE-SECRET" + "-KEY-1" + r("F4KE", 14)},
+		{engine.SecretServiceToken, "pa" + "t" + r("F4KE", 3) + "F4." + r("f4ce", 16), "." + r("f4ce", 16)},
+		{engine.SecretServiceToken, "FlyV1 fm" + "2_" + r("F4KE", 11), "fm" + "2_" + r("F4KE", 11)},
+		{engine.SecretServiceToken, r("F4KE", 3) + "F4.atlas" + "v1." + r("F4KE", 16), "v1." + r("F4KE", 16)},
+		{engine.SecretServiceToken, "EA" + "AA" + r("F4KE", 16), "EA" + "AA" + r("F4KE", 16)},
+		{engine.SecretServiceToken, "AA" + "AAF4KEf4k:APA" + "91b" + r("F4KE", 26), "91b" + r("F4KE", 26)},
+		{engine.SecretServiceToken, "sl" + "." + r("F4KE", 25), "sl" + "." + r("F4KE", 25)},
+		{engine.SecretServiceToken, "api key S" + "K" + r("f4ce", 8) + " secret", "S" + "K" + r("f4ce", 8)},
+		{engine.SecretServiceToken, "key " + r("f4ce", 8) + "-us" + "12", r("f4ce", 8) + "-us" + "12"},
+		{engine.SecretServiceToken, "bot 110201543" + ":AA" + r("F4KE", 8) + " ready", ":AA" + r("F4KE", 8)},
+		{engine.SecretServiceToken, "bot " + discord, discord},
+		{engine.SecretPrivateKey, "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPrivate-Lines: 1\nAAAAF4KEputty" + r("F4KE", 6) + "\nPrivate-MAC: 00", "AAAAF4KEputty"},
+		{engine.SecretCommandLine, "curl -u fakeuser:F4KEcurlpw https://api.example.com", "F4KEcurlpw"},
+		{engine.SecretCommandLine, "mysql -u root -pF4KEmysql9 app", "F4KEmysql9"},
+		{engine.SecretCommandLine, "sshpass -p 'F4KEsshp4ss' ssh root@host", "F4KEsshp4ss"},
+		{engine.SecretCommandLine, "docker login -u me -p F4KEd0cker registry.example.com", "F4KEd0cker"},
+		{engine.SecretCommandLine, "wget --password F4KEwg3t https://example.com/f", "F4KEwg3t"},
+		{engine.SecretProse, "log in as alice with password F4KEpr0se and open the invoice", "F4KEpr0se"},
+		{engine.SecretProse, "the admin password is F4KEis9.", "F4KEis9"},
+		{engine.SecretProse, "machine api.example.com login alice password F4KEn3trc", "F4KEn3trc"},
 	}
 }
 
@@ -99,9 +139,49 @@ func TestFindSecretsBenign(t *testing.T) {
 		"password=********", "https://example.com/?next=%7B%7Bredacted%7D%7D&token=%7B%7Bredacted%7D%7D",
 		"The primary key of the table", "Token count: 12", "use `git push` to publish", "session expired",
 		"go install example.com/acme/widgets@latest", "Use key=value pairs", "token=string in the docs",
+		"mkdir -p build/dir", "docker run -p 8080:80 nginx", "ssh -p 2222 host", "mysql -u root -p",
+		"The password is at least 8 characters", "password must contain 1 digit", "password (8+ characters)",
+		"Forgot password? Reset it", "--token $GITHUB_TOKEN", "docker login --password-stdin", "curl -u $USER:$PASS https://example.com",
+		"OperatingSystemNameVersion.prefix.SomethingLongerThanTwentySevenChars", "passing an empty password and/or salt",
+		"func Open(password *uint16) error", "the secret_key_base setting", "asked the task list for SKU 12",
+		"Your password is 8-64 characters long", "the password is 12 or more", "password 2024",
 	} {
 		if hits := engine.FindSecrets(s); len(hits) > 0 {
 			t.Errorf("FindSecrets(%q) = %v, want none", s, hits)
+		}
+	}
+}
+
+// A secret found by its context in one field (the task's "with password …",
+// a query's password=, an Authorization header) is removed where it stands
+// alone too: typed into a field, echoed on a page, given as the answer.
+func TestBuildTraceScrubsCopiesOfFoundSecrets(t *testing.T) {
+	for _, c := range []struct{ task, url, errText, value string }{
+		{task: "log in as alice with password F4KEpr0se and read the invoice total", value: "F4KEpr0se"},
+		{task: "read the invoice total", url: "https://example.com/login?user=alice&password=F4KEqu3ry", value: "F4KEqu3ry"},
+		{task: "read the invoice total", errText: "401 with Authorization: Bearer F4KEh3aderTok", value: "F4KEh3aderTok"},
+		{task: "curl -u alice:F4KEcurlCopy https://example.com and report the total", value: "alice:F4KEcurlCopy"},
+	} {
+		in := &engine.TraceInput{
+			Task: c.task, Answer: "total for " + c.value, ErrorMessage: c.errText,
+			Steps: []engine.StepInput{
+				{Action: "navigate", URL: cmp.Or(c.url, "https://example.com/login")},
+				{Action: "type", Selector: "#login-field", Value: c.value},
+				{Action: "get_text", Selector: "#out", Result: "welcome " + c.value},
+				{Action: "navigate", URL: "https://example.com/next?u=" + url.QueryEscape(c.value)},
+			},
+		}
+		e := engine.New(storetest.NewMemStore())
+		tr, err := e.BuildTrace(engine.SaveRequest{URL: "https://example.com/p", Trace: in, Intent: "copies"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(tr)
+		if strings.Contains(string(b), c.value) || strings.Contains(string(b), url.QueryEscape(c.value)) {
+			t.Errorf("%q: the value is still in the trace: %s", c.value, b)
+		}
+		if !slices.Contains(tr.Redactions, "steps[1].value: a copy of a secret") {
+			t.Errorf("%q: redactions %v, want the typed copy listed", c.value, tr.Redactions)
 		}
 	}
 }
