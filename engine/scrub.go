@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 )
 
@@ -16,10 +17,18 @@ import (
 // ScrubTrace normalizes the trace's step and final URLs (control characters
 // removed, host and port checked; see CleanURL) and replaces every secret
 // FindSecrets reports, in every text field, with Redacted, recording
-// "<field>: <kind>" in t.Redactions (never the value).
+// "<field>: <kind>" in t.Redactions (never the value). Then every copy of a
+// value it removed is removed from every field too: a password read from
+// the task ("with password hunter2") or a query (?password=…) is typed into
+// a field or shown on a page without the words that mark it.
 func ScrubTrace(t *Trace) {
+	var found []string
 	f := func(where string, s *string) {
-		out, kinds := ScrubText(*s)
+		hits := FindSecrets(*s)
+		for _, h := range hits {
+			found = append(found, (*s)[h.Offset:h.End])
+		}
+		out, kinds := scrubHits(*s, hits)
 		*s = out
 		for _, k := range kinds {
 			t.addRedaction(where + ": " + string(k))
@@ -86,9 +95,104 @@ func ScrubTrace(t *Trace) {
 			f("result.extracted."+nk, &v)
 			if credentialKey(nk) && !harmlessSecret(v) && v != "" {
 				// The value of a field named like a credential ("api_key").
+				found = append(found, v)
 				v = Redacted
 				t.addRedaction("result.extracted." + nk + ": " + string(SecretParam))
 			}
+			ex[nk] = v
+		}
+		t.Result.Extracted = ex
+	}
+	scrubCopies(t, found)
+}
+
+// scrubCopies replaces in every text field of t each value of found (and
+// its URL-escaped forms) with Redacted, longest first, recording
+// "<field>: a copy of a secret". Values under 4 bytes are left: they would
+// shred ordinary text.
+func scrubCopies(t *Trace, found []string) {
+	var forms []string
+	for _, v := range found {
+		v = strings.Trim(v, "\"' ")
+		vs := []string{v}
+		if i := strings.LastIndexByte(v, ' '); i >= 0 && len(v)-i > 8 {
+			vs = append(vs, v[i+1:]) // the token of "Bearer <token>"
+		}
+		for _, v := range vs {
+			if len(v) < 4 || harmlessSecret(v) || strings.Contains(v, Redacted) {
+				continue
+			}
+			for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+				if !contains(forms, form) {
+					forms = append(forms, form)
+				}
+			}
+		}
+	}
+	if len(forms) == 0 {
+		return
+	}
+	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	eachText(t, func(where string, s *string) {
+		for _, form := range forms {
+			if strings.Contains(*s, form) {
+				*s = strings.ReplaceAll(*s, form, Redacted)
+				t.addRedaction(where + ": a copy of a secret")
+			}
+		}
+	})
+}
+
+// eachText calls f with every text field of t that may hold a secret and
+// its name, as ScrubTrace names them (result.extracted's keys and values
+// included: the map is rebuilt with what f leaves).
+func eachText(t *Trace, f func(where string, s *string)) {
+	for i := range t.Steps {
+		s := &t.Steps[i]
+		p := fmt.Sprintf("steps[%d].", i)
+		f(p+"selector", &s.Selector)
+		for j := range s.Fallbacks {
+			f(fmt.Sprintf("%sfallbacks[%d]", p, j), &s.Fallbacks[j])
+		}
+		for _, x := range []struct {
+			name string
+			s    *string
+		}{{"value", &s.Value}, {"param", &s.Param}, {"url", &s.URL}, {"error", &s.Error}, {"error_kind", &s.ErrorKind}, {"result", &s.Result}} {
+			f(p+x.name, x.s)
+		}
+	}
+	for i := range t.Approvals {
+		a := &t.Approvals[i]
+		p := fmt.Sprintf("approvals[%d].", i)
+		f(p+"selector", &a.Selector)
+		f(p+"url", &a.URL)
+		f(p+"rule", &a.Rule)
+		f(p+"why", &a.Why)
+		f(p+"note", &a.Note)
+	}
+	intent := t.Intent
+	for _, x := range []struct {
+		name string
+		s    *string
+	}{{"task", &t.Task}, {"intent", &t.Intent}, {"task_type", &t.TaskType}, {"session", &t.Session}, {"writer", &t.Writer},
+		{"url", &t.URL}, {"url_pattern", &t.URLPattern}, {"error", &t.Error}} {
+		f(x.name, x.s)
+	}
+	if t.Intent != intent {
+		t.IntentKey = IntentKey(t.Intent)
+	}
+	for i := range t.Params {
+		f(fmt.Sprintf("params[%d]", i), &t.Params[i])
+	}
+	f("result.answer", &t.Result.Answer)
+	f("result.final_url", &t.Result.FinalURL)
+	f("result.final_title", &t.Result.FinalTitle)
+	if len(t.Result.Extracted) > 0 {
+		ex := make(map[string]string, len(t.Result.Extracted))
+		for _, k := range sortedKeys(t.Result.Extracted) {
+			v, nk := t.Result.Extracted[k], k
+			f("result.extracted key", &nk)
+			f("result.extracted."+nk, &v)
 			ex[nk] = v
 		}
 		t.Result.Extracted = ex
