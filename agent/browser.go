@@ -132,8 +132,11 @@ type Reader interface {
 	StatusCode(ctx context.Context) int
 }
 
-// LabelValue is one label→value pair read from a page; Selector finds the value element.
-type LabelValue struct{ Label, Value, Selector string }
+// LabelValue is one label→value pair read from a page; Selector finds the
+// value element, Under is its place: the headings it sits under and the
+// terms of the definitions it is inside, joined by HeadingSep ("" where the
+// page has none).
+type LabelValue struct{ Label, Value, Selector, Under string }
 
 // ErrNoElement is returned (wrapped, with the selector) when no element matches.
 var ErrNoElement = errors.New("no element matches the selector")

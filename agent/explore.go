@@ -95,8 +95,9 @@ type goal struct {
 func parseGoal(task, startURL string) goal {
 	g := goal{words: map[string]bool{}}
 	skip := map[string]bool{}
+	signIn := ""
 	if m := signInRe.FindStringSubmatch(task); m != nil {
-		g.user = m[1]
+		g.user, signIn = m[1], m[0]
 		for _, t := range stems(m[0]) {
 			skip[t] = true
 		}
@@ -116,7 +117,8 @@ func parseGoal(task, startURL string) goal {
 	if g.query != "" {
 		text = strings.Replace(text, g.query, " ", 1)
 	}
-	g.literals, g.typ = taskLiterals(text), AskedType(text)
+	// Who signs in (reader@example.com) is no item the answer is about.
+	g.literals, g.typ = taskLiterals(strings.Replace(text, placeholerRe.ReplaceAllString(signIn, " "), " ", 1)), AskedType(text)
 	context := map[string]bool{}
 	if u, err := url.Parse(startURL); err == nil {
 		// Words of the site and the path are context; an IP address's or a
@@ -671,6 +673,12 @@ func bestValue(labels []LabelValue, g goal, title string) (best *LabelValue, ful
 	titled := setOfStems(title)
 	for i := range labels {
 		lv := &labels[i]
+		// A task that names its item (fs.createReadStream, version 8.1.0)
+		// asks for the value in that item's place: "highWaterMark …
+		// Default: 16384" under fs.createWriteStream is another item's.
+		if !placed(lv, g, title) {
+			continue
+		}
 		if seenLabel[lv.Label] {
 			continue // the first of several same-named values
 		}
@@ -709,6 +717,18 @@ func bestValue(labels []LabelValue, g goal, title string) (best *LabelValue, ful
 		}
 	}
 	return best, best != nil && bA == len(g.attr), bA > 0
+}
+
+// placed reports whether each of the task's literals is in a labelled
+// value's label, its value, its place (the headings it sits under) or the
+// page's title.
+func placed(lv *LabelValue, g goal, title string) bool {
+	for _, l := range g.literals {
+		if !hasLiteral(lv.Label, l) && !hasLiteral(lv.Value, l) && !hasLiteral(lv.Under, l) && !hasLiteral(title, l) {
+			return false
+		}
+	}
+	return true
 }
 
 // askedIn counts the asked-for words of g in a value's label.

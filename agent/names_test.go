@@ -101,13 +101,13 @@ func TestWeakLabelsAnswerNothing(t *testing.T) {
 		label LabelValue
 		want  bool // answered from the label
 	}{
-		{"Which shells does it support for tab completion?", LabelValue{"click.shell_completion.CompletionItem", "CompletionItem", "#c"}, false},
-		{"Which class invokes commands as command line scripts in tests?", LabelValue{"command", "the Command for this context.", "#k"}, false},
-		{"Which parameter sets the prefix for automatic environment variables?", LabelValue{"Parameters", "mode (str) – encoding (Optional[str])", "#p"}, false},
+		{"Which shells does it support for tab completion?", LabelValue{Label: "click.shell_completion.CompletionItem", Value: "CompletionItem", Selector: "#c"}, false},
+		{"Which class invokes commands as command line scripts in tests?", LabelValue{Label: "command", Value: "the Command for this context.", Selector: "#k"}, false},
+		{"Which parameter sets the prefix for automatic environment variables?", LabelValue{Label: "Parameters", Value: "mode (str) – encoding (Optional[str])", Selector: "#p"}, false},
 		// A Sphinx signature's label, its permalink glyph after it (attrs: attr.field()).
-		{"Which function returns the counters of a Tally record?", LabelValue{"tally.counter()\uf0c1", "Old import path for tally.counter.", "#o"}, false},
-		{"What does shell_completion.CompletionItem hold?", LabelValue{"shell_completion.CompletionItem", "A completion value.", "#c"}, true},
-		{"What is the default branch?", LabelValue{"Default branch", "main", "#b"}, true},
+		{"Which function returns the counters of a Tally record?", LabelValue{Label: "tally.counter()\uf0c1", Value: "Old import path for tally.counter.", Selector: "#o"}, false},
+		{"What does shell_completion.CompletionItem hold?", LabelValue{Label: "shell_completion.CompletionItem", Value: "A completion value.", Selector: "#c"}, true},
+		{"What is the default branch?", LabelValue{Label: "Default branch", Value: "main", Selector: "#b"}, true},
 	} {
 		s := page(c.task, c.label)
 		a, got := answeredFrom(t, s, c.label)
@@ -129,14 +129,14 @@ func TestPartialNeedsTheWholeItem(t *testing.T) {
 		turn  int
 		want  bool
 	}{
-		{"What are the opening hours on Saturday?", LabelValue{"Saturday", "10:00–16:00", "#s"}, 2, true},
-		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"response", "The response generated from a Request.", "#r"}, 25, false},
-		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{"parameter to stop waiting", "timeout", "#t"}, 25, true},
+		{"What are the opening hours on Saturday?", LabelValue{Label: "Saturday", Value: "10:00–16:00", Selector: "#s"}, 2, true},
+		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{Label: "response", Value: "The response generated from a Request.", Selector: "#r"}, 25, false},
+		{"Which parameter tells Requests to stop waiting for a response?", LabelValue{Label: "parameter to stop waiting", Value: "timeout", Selector: "#t"}, 25, true},
 		// A label without the kind's word names what the function is
 		// about, not the function (attrs: "fields: list[attrs.Attribute]"
 		// in a hook's signature, for which function returns the fields).
-		{"Which function returns the counters of a Tally record?", LabelValue{"counters", "list[tally.Counter]", "#c"}, 2, false},
-		{"Which function returns the counters of a Tally record?", LabelValue{"function for counters", "tally.counters", "#f"}, 2, true},
+		{"Which function returns the counters of a Tally record?", LabelValue{Label: "counters", Value: "list[tally.Counter]", Selector: "#c"}, 2, false},
+		{"Which function returns the counters of a Tally record?", LabelValue{Label: "function for counters", Value: "tally.counters", Selector: "#f"}, 2, true},
 	} {
 		s := &State{Task: c.task, URL: "http://127.0.0.1:8080/", Title: "Requests documentation", Labels: []LabelValue{c.label}, Turn: c.turn, MaxTurns: 25}
 		a, got := answeredFrom(t, s, c.label)

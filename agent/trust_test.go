@@ -446,3 +446,37 @@ func TestDeclaredKindMustMatch(t *testing.T) {
 		{"attribute overflow; Raised when a counter overflows.", false},
 	})
 }
+
+// TestLabelledValueInTheNamedItemsPlace: a task that names its item
+// (tally.openReader) reads the value under that item, not the same option's
+// value under another item of the page (Node.js's docs: fs.createReadStream's
+// "highWaterMark … Default" answered with fs.createWriteStream's 16384,
+// recorded as a success).
+func TestLabelledValueInTheNamedItemsPlace(t *testing.T) {
+	const u = "http://127.0.0.1:8080/tally/streams.html"
+	reader := LabelValue{Label: "bufferSize <integer> Default", Value: "64 * 1024", Selector: "#r", Under: "Streams" + HeadingSep + "tally.openReader(path[, options])"}
+	writer := LabelValue{Label: "bufferSize <number> Default", Value: "16384", Selector: "#w", Under: "Streams" + HeadingSep + "tally.openWriter(path[, options])"}
+	const task = "What is the default bufferSize of tally.openWriter?"
+	best, full, _ := bestValue([]LabelValue{reader, writer}, parseGoal(task, u), "Streams")
+	if best == nil || best.Selector != "#w" || !full {
+		t.Errorf("%s: read %+v (full %v), want openWriter's #w", task, best, full)
+	}
+	// The named item's own value not among the page's labels: nothing
+	// (the page is read or the run goes on), not the other item's.
+	const other = "What is the default bufferSize of tally.openReader?"
+	if best, _, _ := bestValue([]LabelValue{writer}, parseGoal(other, u), "Streams"); best != nil {
+		t.Errorf("%s: read %+v, another item's value", other, best)
+	}
+	// A task that names no item, or whose item the page's title names,
+	// reads as before.
+	for _, c := range []struct{ task, title string }{
+		{"What is the default bufferSize?", "Streams"},
+		{"What is the default bufferSize of tally.openWriter?", "tally.openWriter — Streams"},
+	} {
+		noPlace := writer
+		noPlace.Under = ""
+		if best, _, _ := bestValue([]LabelValue{noPlace}, parseGoal(c.task, u), c.title); best == nil {
+			t.Errorf("%s on %q: no value read", c.task, c.title)
+		}
+	}
+}

@@ -176,6 +176,41 @@ function (op, arg, limit) {
     const out = [];
     const seen = new Set();
     const claimed = [];
+    // The place of a value: the heading path it sits under (as blocks
+    // report it), and the terms of the definitions it is inside: which
+    // item's "Default" it is on a page of many ("fs.createReadStream" or
+    // "fs.createWriteStream").
+    const clean = (s) => s.replace(/\u00b6/g, "").replace(/\s+/g, " ").trim();
+    const heads = [];
+    const chains = [];
+    {
+      const stack = [];
+      for (const h of document.body ? document.body.querySelectorAll("h1, h2, h3, h4, h5, h6") : []) {
+        const lv = Number(h.tagName[1]);
+        while (stack.length && stack[stack.length - 1][0] >= lv) stack.pop();
+        stack.push([lv, clean(text(h))]);
+        heads.push(h);
+        chains.push(stack.map((x) => x[1]).join(" \u203a "));
+      }
+    }
+    const underOf = (el) => {
+      let lo = 0, hi = heads.length - 1, at = -1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        if (heads[mid] === el || heads[mid].compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) {
+          at = mid;
+          lo = mid + 1;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      const terms = [];
+      for (let dd = el.parentElement && el.parentElement.closest("dd"); dd; dd = dd.parentElement && dd.parentElement.closest("dd")) {
+        const dt = dd.previousElementSibling;
+        if (dt && dt.tagName === "DT") terms.unshift(clean(text(dt)));
+      }
+      return [at >= 0 ? chains[at] : "", ...terms].filter(Boolean).join(" \u203a ").slice(0, 1000);
+    };
     const add = (label, value, el) => {
       label = String(label).replace(/\s+/g, " ").trim().replace(/:$/, "").trim();
       value = String(value).replace(/\s+/g, " ").trim();
@@ -183,7 +218,7 @@ function (op, arg, limit) {
       const k = label + "\u0000" + value;
       if (seen.has(k)) return;
       seen.add(k);
-      out.push({ Label: label, Value: value, Selector: selectorFor(el) });
+      out.push({ Label: label, Value: value, Selector: selectorFor(el), Under: underOf(el) });
     };
     // dl dt/dd
     for (const dt of document.querySelectorAll("dt")) {

@@ -118,6 +118,15 @@ func testSite() http.Handler {
 <p>Latest release: <strong>v1.2.0</strong></p>
 <h2>Installation</h2><p>Run:</p><pre><code>go install example.com/acme/widgets@latest</code></pre>
 <form><input name="q" placeholder="Filter"><input type="password" name="pw" aria-label="Password"><button type="submit">Go</button></form>`)
+	// Two items' options on one page, each labelled value under its own
+	// heading (API pages list every function's "Default" alike).
+	serve("/options", "Options", `
+<h1>Streams</h1>
+<h2>tally.openReader(path[, options])</h2>
+<ul><li><code>bufferSize</code> <strong>Default:</strong> <code>65536</code></li></ul>
+<h2>tally.openWriter(path[, options])</h2>
+<ul><li><code>mode</code> <strong>Default:</strong> <code>0o666</code></li></ul>
+<dl><dt>tally.flush(stream)</dt><dd><dl><dt>Returns</dt><dd id="ret">a promise</dd></dl></dd></dl>`)
 	// Text a reader cannot see, planted beside the visible values.
 	serve("/planted", "Planted", `
 <div class="social"><span>Stars 1,234</span></div>
@@ -510,6 +519,33 @@ func TestLabelled(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("pairs: %+v", pairs)
+	}
+}
+
+// TestLabelledPlace: each labelled value says its place, the headings it
+// sits under and the term of the definition it belongs to, so that a task
+// naming one item reads that item's value.
+func TestLabelledPlace(t *testing.T) {
+	p := page(t, "/options")
+	pairs, err := p.Labelled(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"65536":     "Streams › tally.openReader(path[, options])",
+		"0o666":     "Streams › tally.openWriter(path[, options])",
+		"a promise": "Streams › tally.openWriter(path[, options]) › tally.flush(stream)",
+	}
+	for _, lv := range pairs {
+		if u, ok := want[lv.Value]; ok {
+			if lv.Under != u {
+				t.Errorf("%q = %q under %q, want under %q", lv.Label, lv.Value, lv.Under, u)
+			}
+			delete(want, lv.Value)
+		}
+	}
+	for v := range want {
+		t.Errorf("no labelled value %q in %+v", v, pairs)
 	}
 }
 
