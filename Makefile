@@ -123,8 +123,10 @@ bench: build
 
 ## simulate: simulated days of fleet use, printed per week (.git, packs, clones,
 ## consolidation CPU and memory) with the one-year extrapolation (docs/scale.md).
-## SIMULATE_FLAGS="-days 42 -traces 300 -domains 10 -intents 20" is the recorded run.
-SIMULATE_FLAGS ?= -days 35 -traces 1200
+## The default, 7 weeks at the issue's 1,200 traces a day, is the shortest run that shows the
+## steady state (traces expire from week 5: two weeks of it); ~15-25 minutes on 2 cores.
+## docs/scale.md records the runs (SIMULATE_FLAGS="-days 63" for 9 weeks).
+SIMULATE_FLAGS ?= -days 49 -traces 1200
 simulate: build
 	$(GO) run ./store/treegen/simulate -pem bin/pem $(SIMULATE_FLAGS)
 

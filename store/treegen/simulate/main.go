@@ -217,8 +217,26 @@ func extrapolate(c config, weeks []week) {
 	// ended at least 7 days before the last (a last week of one day would
 	// scale one point of a sawtooth to a year; with -clone-every N the
 	// clone sizes are measured every N weeks only).
+	// Once traces expire (week 5 with the default ttl_days of 30) the tree
+	// is in its steady state: with two weeks or more of it, the growth is
+	// taken over all of it, not over the last week (the object store is a
+	// sawtooth of repacks and prunes, and one week of it scales to nonsense).
 	end := func(w week) int { return min(7*w.n, c.days) }
+	steady := -1
+	for i, w := range weeks {
+		if w.n >= 5 && end(last)-end(w) >= 14 {
+			steady = i
+			break
+		}
+	}
 	before := func(has func(week) bool) (week, float64, bool) {
+		if steady >= 0 {
+			for i := steady; i < len(weeks)-1; i++ {
+				if has(weeks[i]) && end(last)-end(weeks[i]) >= 7 {
+					return weeks[i], float64(end(last) - end(weeks[i])), true
+				}
+			}
+		}
 		for i := len(weeks) - 2; i >= 0; i-- {
 			if d := end(last) - end(weeks[i]); d >= 7 && has(weeks[i]) {
 				return weeks[i], float64(d), true
@@ -232,11 +250,24 @@ func extrapolate(c config, weeks []week) {
 		return perDay * scale, (float64(now) + perDay*(365-float64(c.days))) * scale
 	}
 	fmt.Println()
-	fmt.Printf("extrapolation to one year at %d runs a day (×%.2f the simulated load), from the growth since the latest week measured 7 days or more before the last:\n", c.yearRuns, scale)
+	if steady >= 0 {
+		fmt.Printf("extrapolation to one year at %d runs a day (×%.2f the simulated load), from the growth over the steady state (week %d on: traces expire):\n", c.yearRuns, scale, weeks[steady].n)
+	} else {
+		fmt.Printf("extrapolation to one year at %d runs a day (×%.2f the simulated load), from the growth since the latest week measured 7 days or more before the last (run 7 weeks or more to see the steady state):\n", c.yearRuns, scale)
+	}
+	lo, hi := last.gitBytes, last.gitBytes
+	if steady >= 0 {
+		for _, w := range weeks[steady:] {
+			lo, hi = min(lo, w.gitBytes), max(hi, w.gitBytes)
+		}
+	}
 	if prev, days, ok := before(func(week) bool { return true }); !ok {
 		fmt.Printf("  .git of the consolidating clone: %s now (no week 7 days earlier to extrapolate from)\n", size(last.gitBytes))
-	} else if d, y := yearOf(last.gitBytes, prev.gitBytes, days); d >= 0 {
+	} else if d, y := yearOf(last.gitBytes, prev.gitBytes, days); d >= 0 && (steady < 0 || hi == last.gitBytes && lo == prev.gitBytes) {
 		fmt.Printf("  .git of the consolidating clone: +%s a day (weeks %d -> %d) -> %s at one year\n", size(int64(d)), prev.n, last.n, size(int64(y)))
+	} else if steady >= 0 {
+		fmt.Printf("  .git of the consolidating clone: between %s and %s from week %d to week %d, up and down (repacks, and prunes of what the state's snapshots dropped): bounded, not extrapolated; %s now\n",
+			size(lo), size(hi), weeks[steady].n, last.n, size(last.gitBytes))
 	} else {
 		// A prune (Maintain) dropped what the state's snapshots no longer
 		// reach: the size is a sawtooth, and a line through it says nothing
@@ -246,7 +277,14 @@ func extrapolate(c config, weeks []week) {
 	}
 	if prev, days, ok := before(func(w week) bool { return w.fullBytes > 0 }); ok && last.fullBytes > 0 {
 		d, y := yearOf(last.fullBytes, prev.fullBytes, days)
-		fmt.Printf("  history a new full clone fetches: +%s a day (weeks %d -> %d) -> %s at one year (goal ≤ 1 GiB)\n", size(int64(d)), prev.n, last.n, size(int64(y)))
+		if d < 0 {
+			// git packs a clone anew each time; a smaller pack is no
+			// shrinking history, and no growth to scale.
+			d, y = 0, float64(last.fullBytes)*scale
+			fmt.Printf("  history a new full clone fetches: no growth (%s in week %d, %s in week %d) -> ~%s at one year, scaled as it is (goal ≤ 1 GiB)\n", size(prev.fullBytes), prev.n, size(last.fullBytes), last.n, size(int64(y)))
+		} else {
+			fmt.Printf("  history a new full clone fetches: +%s a day (weeks %d -> %d) -> %s at one year (goal ≤ 1 GiB)\n", size(int64(d)), prev.n, last.n, size(int64(y)))
+		}
 		if last.fullClone > 0 {
 			rate := float64(last.fullBytes) / last.fullClone.Seconds()
 			fmt.Printf("  full clone at one year: ~%.0f s at the %s/s this machine cloned locally in the last week\n", y/rate, size(int64(rate)))
