@@ -127,7 +127,15 @@ var injectionRes = []injectionRule{
 		`(?:reading|parsing|processing|browsing|visiting|scraping|crawling|summari[sz]ing|seeing|analy[sz]ing)` + sep + `(?:this|these|the` + sep + `(?:page|site|text|content))` + we)},
 	{[]string{"ai", "llm", "language model", "chatbot"}, LazyRE(wb + `(?:if|when)` + sep + `you` + sep + `are` + sep + `(?:an?` + sep + `)?(?:ai|llm|language` + sep + `model|chatbot|ai` + sep + `(?:agent|assistant|model))` + we)},
 	// Role tags and chat-template tokens, inner spaces allowed.
-	{[]string{"<"}, LazyRE(`<\s*/?\s*(?:system|assistant|user|human|developer|tool|tool_call|tool_calls|tool_result|tool_use|tool_response|function|function_call|function_calls|function_results|invoke|parameter|antml:[a-z_]+|memory|instructions?|prompt|context|im_start|im_end|inst|sys|start_of_turn|end_of_turn)\b[^>]*>`)},
+	// The tags only templates write, opening or closing; the role words
+	// that documentation writes too — a placeholder ("ssh <user>@<host>",
+	// ".#packages.<system>"), a type ("callback <Function>",
+	// "Local<Context>"), a header ("#include <memory>") — only as a closing
+	// tag, a tag with attributes, or a role opening a line.
+	{[]string{"<"}, LazyRE(`<\s*/?\s*(?:tool_call|tool_calls|tool_result|tool_use|tool_response|function_call|function_calls|function_results|invoke|antml:[a-z_]+|im_start|im_end|inst|start_of_turn|end_of_turn)\b[^>]*>|` +
+		`<\s*/\s*(?:system|assistant|user|human|developer|tool|function|parameter|memory|instructions?|prompt|context|sys)\s*>|` +
+		`(?:^|[^\p{L}\p{N}_])<\s*(?:system|assistant|user|human|developer|tool|function|parameter|memory|instructions?|prompt|context|sys)(?:\s*=|\s+[a-z_:-]+\s*=)[^>]*>|` +
+		`(?:^|\n)\s*<\s*(?:system|assistant|user|human|developer|instructions?|prompt)\s*>`)},
 	{[]string{"<", "[", "|"}, LazyRE(`<\s*\|\s*[a-z_]+\s*\|\s*>|\[\s*/?\s*inst\s*\]|<<\s*/?\s*sys\s*>>|\|\s*(?:im_start|im_end|endoftext|eot_id)\s*\|`)},
 	{[]string{"human", "assistant"}, LazyRE(`(?:^|\n)\s*(?:human|assistant)\s*:\s*\S`)},
 	// Tool-call look-alikes.
