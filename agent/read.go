@@ -606,7 +606,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 		head := ""
 		switch {
 		case g.typ == CommandAnswer:
-			if b.Tag != "pre" && b.Tag != "code" || !CodeLike(b.Text) || actsOnOther(b.Text, g) || commandLines(b.Text) > 1 && !commandsRe.MatchString(s.Task) {
+			if b.Tag != "pre" && b.Tag != "code" || !CodeLike(b.Text) || actsOnOther(b.Text, g) || commandLines(b.Text) > 1 && !commandsRe.MatchString(s.Task) || !holdsNumbers(b.Text, s.Task) {
 				continue
 			}
 		case HasValueOf(g.typ, b.Text, s.Task):

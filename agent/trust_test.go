@@ -446,3 +446,78 @@ func TestDeclaredKindMustMatch(t *testing.T) {
 		{"attribute overflow; Raised when a counter overflows.", false},
 	})
 }
+
+// Held-out sites, session 12: Debian's ItsDangerous, Waitress and sqlparse
+// docs, never run here before, recorded eight wrong answers as successes
+// (six on main, two more found behind them), each served at P2 by round 3.
+// Again Tally's words, not those sites'.
+
+// TestAddressAndReleaseAreNoCount: a link's numbers (…/pull/377), an issue's
+// reference (#272) and a release (2.1.0) count nothing. Waitress's docs
+// answered "How many threads does waitress use by default?" with a change
+// note ("in 2.1.0 a new feature … See https://github.com/…/pull/377") and
+// "How many requests per second can Waitress serve?" (not on the site) with
+// another ("… See https://github.com/…/pull/42.").
+func TestAddressAndReleaseAreNoCount(t *testing.T) {
+	const u = "http://127.0.0.1:8080/tally/index.html"
+	for _, s := range []string{
+		"in 2.1.0 a new feature was introduced that lets the worker thread write to the socket. See https://example.org/tally/pull/377",
+		"Allow trusted proxies to override the scheme. See https://example.org/tally/pull/42.",
+		"Drop support for an old reader. #272",
+	} {
+		if got := ValuesOf(NumberAnswer, s); len(got) != 0 {
+			t.Errorf("ValuesOf(number, %q) = %q, want none", s, got)
+		}
+	}
+	checkAnswers(t, "How many threads does Tally use by default?", u, []answerCase{
+		{"in 2.1.0 a new feature was introduced that lets the worker thread write to the socket. See https://example.org/tally/pull/377", false},
+		{"The number of threads used (integer). Default: 4", true},
+		{"Tally runs 4 threads (see https://example.org/tally/pull/12).", true},
+		{"It holds 1,024 counters, 2.5 on average per record.", true},
+	})
+}
+
+// TestCommandHoldsTheTasksNumber: a command the task gives a number for
+// ("on port 8041") is run with it. Waitress's docs answered "What command
+// serves a WSGI app on port 8041 with waitress?" with "waitress-serve --call
+// myapp.mymodule.app.wsgi_factory".
+func TestCommandHoldsTheTasksNumber(t *testing.T) {
+	const task = "What command serves a Tally app on port 8041?"
+	const u = "http://127.0.0.1:8080/tally/runner.html"
+	checkAnswers(t, task, u, []answerCase{
+		{"tally-serve --call myapp.mymodule.app.factory", false},
+		{"tally-serve --port=80410 myapp:app", false},
+		{"tally-serve --port=8041 myapp:app", true},
+		{"tally-serve --listen=*:8041 myapp:app", true},
+	})
+	checkAnswers(t, "What command installs Tally 3.11?", u, []answerCase{{"pip install tally==3.11", true}})
+	under := "tally-serve" + HeadingSep + "Invocation"
+	call := Block{Selector: "#call", Tag: "pre", Text: "tally-serve --call myapp.mymodule.app.factory", Under: under}
+	port := Block{Selector: "#port", Tag: "pre", Text: "tally-serve --port=8041 --url-scheme=https myapp:app", Under: "tally-serve"}
+	s := &State{Task: task, Title: "tally-serve — Tally", Blocks: []Block{call, port}}
+	if pick, ok := readPage(s, parseGoal(task, u)); !ok || !slices.Equal(pick.sels, []string{"#port"}) {
+		t.Errorf("read %v (%v), want the command on port 8041", pick.sels, ok)
+	}
+}
+
+// TestOtherThingsVersionIsNoAnswer: "Which version of sqlparse removed
+// support for Python 2.7?" asks for a sqlparse release; "Python >= 3.3" is
+// Python's, like the task's own 2.7, and "0.2.x" a series, not a release.
+// sqlparse's docs answered it with "… sqlparse 0.2.x supports Python 2.7
+// and Python >= 3.3." (0.4.0 removed it).
+func TestOtherThingsVersionIsNoAnswer(t *testing.T) {
+	const u = "http://127.0.0.1:8080/tally/changes.html"
+	checkAnswers(t, "Which version of Tally removed support for Python 2.7?", u, []answerCase{
+		{"IMPORTANT: The supported Python versions have changed with this release. Tally 0.2.x supports Python 2.7 and Python >= 3.3.", false},
+		{"Tally runs on Python 3.5+ only.", false},
+		{"Remove support for end-of-life Python 2.7 and 3.4.", false},
+		{"Release 0.4.0 (Oct 07, 2020)", true},
+		{"Remove support for Python 2.7 and 3.4 in Tally 0.4.0.", true},
+	})
+	checkAnswers(t, "Which Python version does Tally require?", u, []answerCase{
+		{"It runs on CPython under Python 3.7+.", true},
+	})
+	checkAnswers(t, "Which version of Tally dropped support for Python 3.6?", u, []answerCase{
+		{"Version 2.1.0", true},
+	})
+}
