@@ -452,6 +452,44 @@ func TestDeclaredKindMustMatch(t *testing.T) {
 // (six on main, two more found behind them), each served at P2 by round 3.
 // Again Tally's words, not those sites'.
 
+// TestKindWordIsNoContent: the API kind a "which …" task asks for (an
+// exception, an argument) is what the answer is, not a word the block must
+// share: prose that merely says it ("The original exception that occurred
+// …", "the backlog argument controls that") is not about the task's item.
+// ItsDangerous's docs answered "Which exception is raised when a signature
+// has expired?" with BadPayload's definition ("Raised if a payload is
+// invalid … The original exception …"), Waitress's "Which argument sets the
+// maximum number of bytes in a request body?" with connection_limit's (its
+// last sentence: "… the backlog argument controls that"). Under an API
+// term, only the definition's first sentence says what the term is.
+func TestKindWordIsNoContent(t *testing.T) {
+	const u = "http://127.0.0.1:8080/tally/index.html"
+	under := "Exceptions"
+	bad := Block{Selector: "#bad", Tag: "dt", Text: "exception tally.exc.BadRecord(message, original_error=None)", Under: under}
+	badDef := Block{Selector: "#bad-dd", Tag: "p", Text: "Raised if a record is invalid. This could happen if the record is loaded despite an invalid counter, or if the reader and writer disagree. The original exception that occurred during loading is stored as original_error.", Under: under + HeadingSep + bad.Text}
+	const task = "Which exception is raised when a counter has expired?"
+	s := &State{Task: task, Title: "Exceptions — Tally", Blocks: []Block{bad, badDef}}
+	if pick, ok := readPage(s, parseGoal(task, u)); ok {
+		t.Errorf("read %v: an invalid record's exception for the expired counter's", pick.sels)
+	}
+	limit := Block{Selector: "#limit", Tag: "dt", Text: "connection_limit", Under: "Arguments"}
+	limitDef := Block{Selector: "#limit-dd", Tag: "p", Text: "Stop opening new channels if too many are already active (integer). Each channel uses a file descriptor and, depending on the input and output body sizes, up to three. The default is conservative (see the open files setting). Note that this does not control the maximum number of waiting connections; the backlog argument controls that.", Under: "Arguments" + HeadingSep + limit.Text}
+	const task2 = "Which argument sets the maximum number of counters in a record body?"
+	s = &State{Task: task2, Title: "Arguments — Tally", Blocks: []Block{limit, limitDef}}
+	if pick, ok := readPage(s, parseGoal(task2, u)); ok {
+		t.Errorf("read %v: connection_limit for the record body's limit", pick.sels)
+	}
+	// The first sentence of a definition says what its term is: there the
+	// kind's word counts ("Decorator to pause …").
+	pause := Block{Selector: "#pause", Tag: "dt", Text: "tally.pause(counter)", Under: "Decorators"}
+	pauseDef := Block{Selector: "#pause-dd", Tag: "p", Text: "Decorator to pause a counter while the function runs. An exception raised inside resumes it.", Under: "Decorators" + HeadingSep + pause.Text}
+	const task3 = "Which decorator pauses a counter?"
+	s = &State{Task: task3, Title: "Decorators — Tally", Blocks: []Block{pause, pauseDef}}
+	if pick, ok := readPage(s, parseGoal(task3, u)); !ok || !slices.Equal(pick.sels, []string{"#pause", "#pause-dd"}) {
+		t.Errorf("read %v (%v), want the decorator's term and definition", pick.sels, ok)
+	}
+}
+
 // TestAddressAndReleaseAreNoCount: a link's numbers (…/pull/377), an issue's
 // reference (#272) and a release (2.1.0) count nothing. Waitress's docs
 // answered "How many threads does waitress use by default?" with a change
@@ -520,4 +558,38 @@ func TestOtherThingsVersionIsNoAnswer(t *testing.T) {
 	checkAnswers(t, "Which version of Tally dropped support for Python 3.6?", u, []answerCase{
 		{"Version 2.1.0", true},
 	})
+}
+
+// TestCountSitsWithWhatItCounts: "How many threads …" is answered by a number
+// in a sentence that says threads, or under a heading (term) that does; a
+// paragraph whose numbers are other sentences' (Python 3, 2012-ish) is not
+// read for it. Waitress's docs answered "How many threads does waitress use
+// by default?" with its "Why?" paragraph ("… Python 3 vs. Python 2 … the
+// current (2012-ish) crop of WSGI servers … it's single-threaded …"), and
+// the not-on-site "How many requests per second can Waitress serve?" with a
+// note whose number is a block size's ("… a default value 32768 is used").
+func TestCountSitsWithWhatItCounts(t *testing.T) {
+	const u = "http://127.0.0.1:8080/" // the site's root: "tally" is a word of the task
+	const task = "How many threads does tally use by default?"
+	why := Block{Selector: "#why", Tag: "p", Text: "Tally is meant to be useful to authors who need broad platform support (Python 3 vs. Python 2, Windows vs. Unix) in the current (2012-ish) crop of counters. Another counter works fine, but it is single-threaded and slow.", Under: "Tally" + HeadingSep + "Why?"}
+	s := &State{Task: task, Title: "Tally", Blocks: []Block{why}}
+	if pick, ok := readPage(s, parseGoal(task, u)); ok {
+		t.Errorf("read %v: a paragraph's versions and year as the thread count", pick.sels)
+	}
+	design := Block{Selector: "#design", Tag: "p", Text: "When a request arrives it is queued. The dispatcher keeps a fixed pool of worker threads available to tally (by default, 4 threads). When all are busy, requests wait.", Under: "Tally" + HeadingSep + "Design"}
+	s = &State{Task: task, Title: "Tally", Blocks: []Block{why, design}}
+	if pick, ok := readPage(s, parseGoal(task, u)); !ok || !slices.Equal(pick.sels, []string{"#design"}) {
+		t.Errorf("read %v (%v), want the sentence that counts the threads", pick.sels, ok)
+	}
+	threads := Block{Selector: "#threads-dd", Tag: "p", Text: "The number of threads used to process counters (integer). Default: 4", Under: "Arguments" + HeadingSep + "threads"}
+	s = &State{Task: task, Title: "Tally", Blocks: []Block{why, threads}}
+	if pick, ok := readPage(s, parseGoal(task, u)); !ok || !slices.Equal(pick.sels, []string{"#threads-dd"}) {
+		t.Errorf("read %v (%v), want the value under the threads term", pick.sels, ok)
+	}
+	const task2 = "How many requests per second can Tally serve?"
+	size := Block{Selector: "#size", Tag: "p", Text: "The block_size argument is used only when the file cannot seek. Tally needs to iterate to serve the file then. The block_size argument is optional; if it is not passed, a default value 32768 is used.", Under: "Tally" + HeadingSep + "0.8" + HeadingSep + "Features"}
+	s = &State{Task: task2, Title: "Tally", Blocks: []Block{size}}
+	if pick, ok := readPage(s, parseGoal(task2, u)); ok {
+		t.Errorf("read %v: a block size as requests per second", pick.sels)
+	}
 }
