@@ -66,7 +66,19 @@ var (
 	promptRe   = engine.LazyRE(`^(?:\$|>|#|%|PS>|C:\\>)\s+`)
 	cmdHeadRe  = engine.LazyRE(`^[a-z0-9][a-z0-9._/-]*$`)
 	emailTok   = engine.LazyRE(`[\p{L}\p{N}._%+-]+@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+`)
+	urlTok     = engine.LazyRE(`(?i)\b(?:https?|ftp)://\S+`)
+	releaseNum = engine.LazyRE(`^\d+(?:\.\d+){2,}\.?$`)
 )
+
+// within reports whether the span loc lies inside one of spans.
+func within(loc []int, spans [][]int) bool {
+	for _, sp := range spans {
+		if loc[0] >= sp[0] && loc[1] <= sp[1] {
+			return true
+		}
+	}
+	return false
+}
 
 // ValuesOf returns the values of type t in s (versions, dates, numbers,
 // names), in order; nil for types without a token form.
@@ -87,9 +99,15 @@ func ValuesOf(t AnswerType, s string) []string {
 		if program(s) {
 			return nil
 		}
+		// Nor is an address's number (…/pull/377 of a link), an issue's
+		// reference (#272) or a release (2.1.0: two dots or more) a count.
+		urls := urlTok.FindAllStringIndex(s, -1)
 		var out []string
 		for _, loc := range numberTok.FindAllStringIndex(s, -1) {
-			if r, _ := utf8.DecodeLastRuneInString(s[:loc[0]]); loc[0] > 0 && (unicode.IsLetter(r) || r == '_') {
+			if r, _ := utf8.DecodeLastRuneInString(s[:loc[0]]); loc[0] > 0 && (unicode.IsLetter(r) || r == '_' || r == '#') {
+				continue
+			}
+			if within(loc, urls) || releaseNum.MatchString(s[loc[0]:loc[1]]) {
 				continue
 			}
 			out = append(out, s[loc[0]:loc[1]])
@@ -125,11 +143,15 @@ func HasValueOf(t AnswerType, s, task string) bool {
 	for _, v := range ValuesOf(t, task) {
 		own[strings.ToLower(v)] = true
 	}
-	if t == VersionAnswer && !changeRe.MatchString(task) {
+	if t == VersionAnswer {
+		change := changeRe.MatchString(task)
+		others := versionOwners(task)
 		for _, loc := range versionLocs(s) {
-			if v := s[loc[0]:loc[1]]; !own[strings.ToLower(v)] && !datesChange(s[:loc[0]]) {
-				return true
+			v := s[loc[0]:loc[1]]
+			if own[strings.ToLower(v)] || !change && datesChange(s[:loc[0]]) || others[versionOwner(s[:loc[0]])] {
+				continue
 			}
+			return true
 		}
 		return false
 	}
@@ -159,18 +181,57 @@ func datesChange(before string) bool {
 }
 
 // versionLocs are the places of the version values in s (a date's digits
-// are not a version).
+// are not a version, nor a series: the 0.2 of "0.2.x" is every 0.2 release,
+// not one).
 func versionLocs(s string) [][]int {
 	var out [][]int
 	dates := dateTok.FindAllStringIndex(s, -1)
 	for _, loc := range versionTok.FindAllStringIndex(s, -1) {
-		in := false
-		for _, d := range dates {
-			in = in || loc[0] >= d[0] && loc[1] <= d[1]
-		}
-		if !in {
+		if !within(loc, dates) && !seriesRe.MatchString(s[loc[1]:]) {
 			out = append(out, loc)
 		}
+	}
+	return out
+}
+
+var (
+	// seriesRe: what follows a version that makes it a series (0.2.x, 3.*).
+	seriesRe = engine.LazyRE(`^\.[xX*](?:$|[^\p{L}\p{N}_])`)
+	// ownerRe: the word a version belongs to, right before it, with a
+	// comparison, "version" or its earlier versions between ("Python >=
+	// 3.3", "Python 2.7", "Python version 3.7", "Python 2.7 and 3.4").
+	ownerRe = engine.LazyRE(`(?i)([\p{L}][\p{L}\p{N}_.-]*)\s*(?:(?:[<>=≥≤~^!]=?|version|v)\s*)*(?:\d+(?:\.\d+)*\+?\s*(?:,|and|or|to|-|–)\s*)*$`)
+	// subjectRe: the thing whose version a task asks for ("Which version of
+	// sqlparse …", "Which Python version …").
+	subjectRe = engine.LazyRE(`(?i)\b(?:versions?|releases?)\s+of\s+([\p{L}][\p{L}\p{N}_.-]*)|\b(?:which|what)\s+([\p{L}][\p{L}\p{N}_.-]*)\s+(?:versions?|releases?)\b`)
+)
+
+// versionOwner is the lower-cased word a version belongs to, read from the
+// text before it ("Python >= " → "python"), or "".
+func versionOwner(before string) string {
+	if len(before) > 40 {
+		before = before[len(before)-40:]
+	}
+	m := ownerRe.FindStringSubmatch(before)
+	if m == nil {
+		return ""
+	}
+	return strings.ToLower(strings.TrimRight(m[1], ".-"))
+}
+
+// versionOwners are the things whose versions the task itself gives, other
+// than the one it asks about: "Which version of sqlparse removed support
+// for Python 2.7?" asks for a sqlparse release, so "Python >= 3.3" is no
+// answer — a version of Python, as the task's own 2.7 is.
+func versionOwners(task string) map[string]bool {
+	out := map[string]bool{}
+	for _, loc := range versionLocs(task) {
+		if w := versionOwner(task[:loc[0]]); w != "" && !stopWords[w] && w != "version" && w != "release" {
+			out[w] = true
+		}
+	}
+	for _, m := range subjectRe.FindAllStringSubmatch(task, -1) {
+		delete(out, strings.ToLower(strings.TrimRight(m[1]+m[2], ".-")))
 	}
 	return out
 }
@@ -263,6 +324,9 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 	if t == CommandAnswer && actsOnOther(a, parseGoal(task, startURL)) {
 		return "it is a command for something else than the task names"
 	}
+	if t == CommandAnswer && !holdsNumbers(a, task) {
+		return "it is a command without the number the task gives (" + strings.Join(taskNumbers(task), ", ") + ")"
+	}
 	if t == CommandAnswer && commandLines(a) > 1 && !commandsRe.MatchString(task) {
 		return "it is a script of several commands, not the command the task asks for"
 	}
@@ -291,6 +355,46 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 		}
 	}
 	return apiAnswer("", a, false, g)
+}
+
+// bareNumRe is a number written alone: digits not joined to a word, a
+// dotted literal (3.11, 2.1.0) or another number by a dot, comma or dash.
+var bareNumRe = engine.LazyRE(`(?:^|[^\p{L}\p{N}_.,#-])(\d+)(?:$|[^\p{L}\p{N}_.,-]|[.,](?:$|\s))`)
+
+// taskNumbers are the numbers a task gives ("on port 8041", "with 4
+// threads"): what a command it asks for must be run with.
+func taskNumbers(task string) []string {
+	var out []string
+	for _, m := range bareNumRe.FindAllStringSubmatch(task, -1) {
+		if !contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// holdsNumbers reports whether a command holds every number the task gives,
+// each as a number of its own (8041 in --port=8041 or *:8041, not in
+// 80410): "waitress-serve --call myapp.mymodule.app.wsgi_factory" does not
+// serve an app on port 8041, whatever else it shares with the task.
+func holdsNumbers(cmd, task string) bool {
+	for _, n := range taskNumbers(task) {
+		found := false
+		for i := 0; !found; {
+			j := strings.Index(cmd[i:], n)
+			if j < 0 {
+				break
+			}
+			j += i
+			end := j + len(n)
+			found = (j == 0 || !isDigit(cmd[j-1])) && (end == len(cmd) || !isDigit(cmd[end]))
+			i = j + 1
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // commandsRe: the task asks for several commands ("which commands …",

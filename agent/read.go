@@ -567,6 +567,15 @@ func readPage(s *State, g goal) (readPick, bool) {
 		if g.typ == ExplainAnswer && eventDesc(b.Text) || g.typ == NumberAnswer && (b.Tag == "pre" || b.Tag == "code") {
 			continue
 		}
+		// Under an API term, the definition's first sentence says what the
+		// term is ("Decorator to mark a view …"); the kind a "which …" task
+		// asks for, said only later, is another thing's ("Raised if a
+		// payload is invalid. … The original exception that occurred …",
+		// "… the backlog argument controls that").
+		if k := stem(g.kind); termText != "" && own[k] && !setOfStems(firstSentence(b.Text))[k] {
+			own = setOfStems(b.Text)
+			delete(own, k)
+		}
 		// The term the task names ("… to unicode": to_unicode) is the
 		// section it asks about, as a heading naming its literal is.
 		named := termText != "" && termNamed(termText, taskWords)
@@ -606,10 +615,16 @@ func readPage(s *State, g goal) (readPick, bool) {
 		head := ""
 		switch {
 		case g.typ == CommandAnswer:
-			if b.Tag != "pre" && b.Tag != "code" || !CodeLike(b.Text) || actsOnOther(b.Text, g) || commandLines(b.Text) > 1 && !commandsRe.MatchString(s.Task) {
+			if b.Tag != "pre" && b.Tag != "code" || !CodeLike(b.Text) || actsOnOther(b.Text, g) || commandLines(b.Text) > 1 && !commandsRe.MatchString(s.Task) || !holdsNumbers(b.Text, s.Task) {
 				continue
 			}
 		case HasValueOf(g.typ, b.Text, s.Task):
+			// A count sits with what it counts: "How many threads …" is
+			// not answered by a paragraph whose numbers (Python 3,
+			// 2012-ish) are in other sentences than its "single-threaded".
+			if g.typ == NumberAnswer && !countPlaced(b.Text, nearest, s.Task, g) {
+				continue
+			}
 		case g.typ != AnyAnswer && g.typ != ExplainAnswer && HasValueOf(g.typ, nearest, s.Task) && !signature(nearest):
 			head = nearest // the value is the heading the matching block sits under
 		default:
@@ -688,6 +703,43 @@ func readPage(s *State, g goal) (readPick, bool) {
 		}
 	}
 	return pick, true
+}
+
+// sentenceEndRe ends a sentence: a stop and a space, or a line break.
+var sentenceEndRe = engine.LazyRE(`[.!?;]\s+|\n+`)
+
+// firstSentence is text up to its first sentence's end.
+func firstSentence(text string) string {
+	if loc := sentenceEndRe.FindStringIndex(text); loc != nil {
+		return text[:loc[0]]
+	}
+	return text
+}
+
+// countPlaced reports whether a block's number is the count a "how many
+// <X> …" task asks for by where it sits: under a heading (or term) that
+// says an asked-for word, or in a sentence that says one ("a fixed pool of
+// worker threads (by default, 4 threads)"). A number in another sentence
+// than the asked word counts something else ("a default value 32768 is
+// used" of a block size, for requests per second).
+func countPlaced(text, heading, task string, g goal) bool {
+	asked := func(s string) bool {
+		for _, w := range stems(s) {
+			if contains(g.attr, w) {
+				return true
+			}
+		}
+		return false
+	}
+	if asked(heading) {
+		return true
+	}
+	for _, sent := range sentenceEndRe.Regexp().Split(text, -1) {
+		if asked(sent) && HasValueOf(NumberAnswer, sent, task) {
+			return true
+		}
+	}
+	return false
 }
 
 // termName is the stems of the name an API term defines: its last
