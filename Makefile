@@ -44,7 +44,9 @@ all: test
 test: deps vet fmt-check go-test
 
 ## deps: what the tests need on a fresh Debian machine: gcc (the race
-## detector), shellcheck (the workflow lint) and Chromium
+## detector), shellcheck (the workflow lint), the Flask and Jinja
+## documentation (real pages nobody here wrote, served by the list and
+## bench tests) and Chromium
 deps: test-deps chromium
 
 test-deps:
@@ -55,6 +57,10 @@ test-deps:
 	@if ! command -v shellcheck >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y shellcheck; \
 	  else echo "make: shellcheck is missing (the workflow lint runs it): run 'sudo apt-get install -y shellcheck'" >&2; exit 1; fi; \
+	fi
+	@if [ ! -f /usr/share/doc/python-flask-doc/html/index.html ] || [ ! -f /usr/share/doc/python-jinja2-doc/html/index.html ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y python-flask-doc python-jinja2-doc; \
+	  else echo "make: the Flask and Jinja documentation are missing (agent/rod and agent/bench serve them as real sites): run 'sudo apt-get install -y python-flask-doc python-jinja2-doc'" >&2; exit 1; fi; \
 	fi
 
 ## chromium: the browser, all the demo needs besides Go: Debian's chromium, and beside it its
