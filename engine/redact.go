@@ -90,54 +90,13 @@ func Redact(t *Trace, sensitive map[int]bool, secrets map[string]string) {
 			secretOnly = append(secretOnly, r)
 		}
 	}
-	scrub := func(where string, s *string) { scrubWith(reps, where, s) }
-	for i := range t.Steps {
-		s := &t.Steps[i]
-		scrub(fmt.Sprintf("steps[%d].value", i), &s.Value)
-		scrubWith(secretOnly, fmt.Sprintf("steps[%d].selector", i), &s.Selector)
-		for j := range s.Fallbacks {
-			scrubWith(secretOnly, fmt.Sprintf("steps[%d].fallbacks[%d]", i, j), &s.Fallbacks[j])
+	eachText(t, func(where string, s *string) {
+		if strings.HasSuffix(where, "selector") || strings.Contains(where, ".fallbacks[") {
+			scrubWith(secretOnly, where, s)
+			return
 		}
-		scrub(fmt.Sprintf("steps[%d].param", i), &s.Param)
-		scrub(fmt.Sprintf("steps[%d].url", i), &s.URL)
-		scrub(fmt.Sprintf("steps[%d].error", i), &s.Error)
-		scrub(fmt.Sprintf("steps[%d].result", i), &s.Result)
-	}
-	for i := range t.Approvals {
-		a := &t.Approvals[i]
-		scrubWith(secretOnly, fmt.Sprintf("approvals[%d].selector", i), &a.Selector)
-		scrub(fmt.Sprintf("approvals[%d].url", i), &a.URL)
-		scrub(fmt.Sprintf("approvals[%d].why", i), &a.Why)
-		scrub(fmt.Sprintf("approvals[%d].note", i), &a.Note)
-	}
-	intent := t.Intent
-	scrub("task", &t.Task)
-	scrub("intent", &t.Intent)
-	if t.Intent != intent { // the key was made from the secret text
-		t.IntentKey = IntentKey(t.Intent)
-	}
-	scrub("task_type", &t.TaskType)
-	scrub("session", &t.Session)
-	scrub("writer", &t.Writer)
-	scrub("url", &t.URL)
-	scrub("url_pattern", &t.URLPattern)
-	scrub("error", &t.Error)
-	for i := range t.Params {
-		scrub(fmt.Sprintf("params[%d]", i), &t.Params[i])
-	}
-	scrub("result.answer", &t.Result.Answer)
-	scrub("result.final_url", &t.Result.FinalURL)
-	scrub("result.final_title", &t.Result.FinalTitle)
-	if len(t.Result.Extracted) > 0 {
-		ex := make(map[string]string, len(t.Result.Extracted))
-		for _, k := range sortedKeys(t.Result.Extracted) {
-			v, nk := t.Result.Extracted[k], k
-			scrub("result.extracted key", &nk)
-			scrub("result.extracted."+nk, &v) // the scrubbed key: redactions never hold a secret
-			ex[nk] = v
-		}
-		t.Result.Extracted = ex
-	}
+		scrubWith(reps, where, s)
+	})
 	// Then the secrets nobody declared (secrets.go), in every field.
 	ScrubTrace(t)
 }

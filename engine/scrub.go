@@ -23,7 +23,13 @@ import (
 // a field or shown on a page without the words that mark it.
 func ScrubTrace(t *Trace) {
 	var found []string
-	f := func(where string, s *string) {
+	eachText(t, func(where string, s *string) {
+		if strings.HasSuffix(where, ".url") || where == "result.final_url" {
+			u, dropped := cleanURL(*s)
+			if *s = u; dropped {
+				t.addRedaction(where + ": " + string(SecretURLUserinfo))
+			}
+		}
 		hits := FindSecrets(*s)
 		for _, h := range hits {
 			found = append(found, (*s)[h.Offset:h.End])
@@ -33,76 +39,13 @@ func ScrubTrace(t *Trace) {
 		for _, k := range kinds {
 			t.addRedaction(where + ": " + string(k))
 		}
-	}
-	for i := range t.Steps {
-		s := &t.Steps[i]
-		p := fmt.Sprintf("steps[%d].", i)
-		f(p+"selector", &s.Selector)
-		for j := range s.Fallbacks {
-			f(fmt.Sprintf("%sfallbacks[%d]", p, j), &s.Fallbacks[j])
+		// The value of a field named like a credential ("api_key").
+		if name, ok := strings.CutPrefix(where, "result.extracted."); ok && credentialKey(name) && !harmlessSecret(*s) && *s != "" {
+			found = append(found, *s)
+			*s = Redacted
+			t.addRedaction(where + ": " + string(SecretParam))
 		}
-		f(p+"value", &s.Value)
-		f(p+"param", &s.Param)
-		u, dropped := cleanURL(s.URL)
-		if s.URL = u; dropped {
-			t.addRedaction(p + "url: " + string(SecretURLUserinfo))
-		}
-		f(p+"url", &s.URL)
-		f(p+"error", &s.Error)
-		f(p+"error_kind", &s.ErrorKind)
-		f(p+"result", &s.Result)
-	}
-	for i := range t.Approvals {
-		a := &t.Approvals[i]
-		p := fmt.Sprintf("approvals[%d].", i)
-		f(p+"selector", &a.Selector)
-		u, dropped := cleanURL(a.URL)
-		if a.URL = u; dropped {
-			t.addRedaction(p + "url: " + string(SecretURLUserinfo))
-		}
-		f(p+"url", &a.URL)
-		f(p+"rule", &a.Rule)
-		f(p+"why", &a.Why)
-		f(p+"note", &a.Note)
-	}
-	intent := t.Intent
-	f("task", &t.Task)
-	f("intent", &t.Intent)
-	if t.Intent != intent {
-		t.IntentKey = IntentKey(t.Intent)
-	}
-	f("task_type", &t.TaskType)
-	f("session", &t.Session)
-	f("writer", &t.Writer)
-	f("url", &t.URL)
-	f("url_pattern", &t.URLPattern)
-	f("error", &t.Error)
-	for i := range t.Params {
-		f(fmt.Sprintf("params[%d]", i), &t.Params[i])
-	}
-	f("result.answer", &t.Result.Answer)
-	u, dropped := cleanURL(t.Result.FinalURL)
-	if t.Result.FinalURL = u; dropped {
-		t.addRedaction("result.final_url: " + string(SecretURLUserinfo))
-	}
-	f("result.final_url", &t.Result.FinalURL)
-	f("result.final_title", &t.Result.FinalTitle)
-	if len(t.Result.Extracted) > 0 {
-		ex := make(map[string]string, len(t.Result.Extracted))
-		for _, k := range sortedKeys(t.Result.Extracted) {
-			v, nk := t.Result.Extracted[k], k
-			f("result.extracted key", &nk)
-			f("result.extracted."+nk, &v)
-			if credentialKey(nk) && !harmlessSecret(v) && v != "" {
-				// The value of a field named like a credential ("api_key").
-				found = append(found, v)
-				v = Redacted
-				t.addRedaction("result.extracted." + nk + ": " + string(SecretParam))
-			}
-			ex[nk] = v
-		}
-		t.Result.Extracted = ex
-	}
+	})
 	scrubCopies(t, found)
 }
 
