@@ -353,6 +353,9 @@ func CheckAnswer(task, startURL, answer string, src AnswerSource) string {
 		if !namesOne(a, g) && !namesOne(term, g) {
 			return "it names nothing, and the task asks which one"
 		}
+		if noun := whichNoun(task); paramEntryRe.MatchString(a) && !valueKinds[stem(noun)] {
+			return "it is a parameter's entry, not the " + noun + " the task asks for"
+		}
 	}
 	return apiAnswer("", a, false, g)
 }
@@ -447,9 +450,18 @@ func echoes(task, answer string) bool {
 	})) {
 		tw[w] = true
 	}
+	// The name of the item the task asks about, alone ("TimeStamper" for
+	// "the default key of structlog.processors.TimeStamper"), answers
+	// nothing: the whole literal or its last dotted part.
+	own := taskLiterals(task)
+	bare := strings.ToLower(strings.TrimSuffix(strings.Trim(answer, " \t\n`'\"“”‘’."), "()"))
+	for _, l := range own {
+		if bare == l || bare == l[strings.LastIndexByte(l, '.')+1:] {
+			return true
+		}
+	}
 	// A literal the task does not hold is new ("getting-started.go" for
 	// "the getting-started example").
-	own := taskLiterals(task)
 	for _, l := range taskLiterals(answer) {
 		if !contains(own, l) {
 			return false

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pemdev/pem/engine"
 )
@@ -284,22 +285,56 @@ func namesOne(a string, g goal) bool {
 			continue
 		}
 		if apiIdent(strings.TrimRight(w, ".")) {
-			return true
+			// An identifier made of the task's own words ("event_dict"
+			// for "… to the event dict") is what the task is about, not
+			// the name it asks for.
+			if !taskWordsOnly(strings.TrimRight(w, "."), g) {
+				return true
+			}
+			continue
 		}
 		r := []rune(w)
 		prev := ""
 		if i > 0 {
 			prev = f[i-1]
 		}
-		if i > 0 && unicode.IsUpper(r[0]) && !strings.HasPrefix(raw, "(") && !strings.ContainsAny(prev[len(prev)-1:], ".!?:") && !stopWords[stem(lw)] {
+		// A capitalised word inside a sentence is a name; an acronym
+		// ("UNIX timestamps", "JSON output") is a common noun's spelling.
+		if i > 0 && unicode.IsUpper(r[0]) && strings.ToUpper(w) != w && !strings.HasPrefix(raw, "(") && !strings.ContainsAny(lastRune(prev), ".!?:–—-") && !stopWords[stem(lw)] {
 			return true
 		}
 	}
 	return false
 }
 
+// lastRune is s's last character, as a string ("" for "").
+func lastRune(s string) string {
+	_, n := utf8.DecodeLastRuneInString(s)
+	return s[len(s)-n:]
+}
+
+// taskWordsOnly reports whether every part of an identifier is a word of
+// the task (event_dict, eventDict for "… the event dict").
+func taskWordsOnly(ident string, g goal) bool {
+	parts := identParts(ident[strings.LastIndexByte(ident, '.')+1:])
+	for _, p := range parts {
+		if !g.words[stem(strings.ToLower(p))] {
+			return false
+		}
+	}
+	return len(parts) > 0
+}
+
 // whichRe: the task asks which thing (a name), "Which validator …".
-var whichRe = engine.LazyRE(`(?i)^\s*which\s+[\p{L}_-]+`)
+var whichRe = engine.LazyRE(`(?i)^\s*which\s+([\p{L}_-]+)`)
+
+// whichNoun is the thing a "which …" task asks for ("processor"), or "".
+func whichNoun(task string) string {
+	if m := whichRe.FindStringSubmatch(task); m != nil {
+		return strings.ToLower(m[1])
+	}
+	return ""
+}
 
 // apiTerm reports whether a definition list's term is an API name
 // (attr.s(these=None, …), class attrs.Attribute(…)), not a field list's
@@ -558,7 +593,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 		if termOnPage && termText != "" && termOther(termText, g) {
 			continue
 		}
-		if g.kind == "" && g.typ == AnyAnswer && whichRe.MatchString(s.Task) && termText == "" && !namesOne(b.Text, g) {
+		if g.kind == "" && g.typ == AnyAnswer && whichRe.MatchString(s.Task) && (termText == "" && !namesOne(b.Text, g) || paramEntryRe.MatchString(b.Text) && !valueKinds[stem(whichNoun(s.Task))]) {
 			continue
 		}
 		// "How do I log a user out?": a signal's description ("Sent when a

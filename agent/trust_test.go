@@ -627,3 +627,67 @@ func TestCountSitsWithWhatItCounts(t *testing.T) {
 		t.Errorf("read %v: a block size as requests per second", pick.sels)
 	}
 }
+
+// Session 12, structlog's docs (Debian's python-structlog-doc, run after
+// every other fix of the session: a held-out site): "What is the default
+// key of structlog.processors.TimeStamper?" was answered "TimeStamper", and
+// "Which processor adds a timestamp to the event dict?" with a paragraph
+// that names no processor ("… adding new values to the event_dict. Parsing
+// human-readable timestamps is tedious, not so UNIX timestamps – …"), both
+// recorded as successes and served at P2 by round 3.
+
+// TestItemNameAloneIsNoAnswer: the name of the item the task asks about,
+// alone, is an echo of the task.
+func TestItemNameAloneIsNoAnswer(t *testing.T) {
+	const task = "What is the default key of tally.stamps.Stamper?"
+	for _, a := range []string{"Stamper", "tally.stamps.Stamper", "`Stamper()`"} {
+		if !echoes(task, a) {
+			t.Errorf("%q for %q: not an echo", a, task)
+		}
+	}
+	for _, a := range []string{"'stamp'", "key='stamp'"} {
+		if echoes(task, a) {
+			t.Errorf("%q for %q: an echo", a, task)
+		}
+	}
+	// The module of a named item is another thing than the item.
+	if echoes("Which module provides tally.get_counter?", "tally") {
+		t.Error(`"tally" for the module of tally.get_counter: an echo`)
+	}
+}
+
+// TestTaskWordsNameNothing: for "which <thing> …", an identifier made of
+// the task's own words (event_dict) and an acronym (UNIX) name no thing.
+func TestTaskWordsNameNothing(t *testing.T) {
+	g := parseGoal("Which counter adds a stamp to the event dict?", "http://127.0.0.1:8080/tally/counters.html")
+	for text, want := range map[string]bool{
+		"The simplest change a counter can make is adding new values to the event_dict. Parsing human-readable stamps is tedious, not so UNIX stamps – let's add one:": false,
+		"Use tally.StampAdder to add a stamp to the event_dict of each entry.":                                                                                         true,
+		"The simplest change a counter can make is adding a Stamper to the event_dict of each entry.":                                                                  true,
+	} {
+		if got := namesOne(text, g); got != want {
+			t.Errorf("namesOne(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+// TestParameterEntryIsNoOtherThing: behind the two above, structlog's
+// "Which processor adds a timestamp to the event dict?" was answered with
+// TimeStamper's parameter entry ("key (str) – Target key in event_dict for
+// added timestamps.", P2 by round 3): a parameter's entry answers which
+// parameter (argument, option, …), not which processor or other thing; and
+// a capital after a dash opens the description, it is no name.
+func TestParameterEntryIsNoOtherThing(t *testing.T) {
+	const u = "http://127.0.0.1:8080/tally/api.html"
+	checkAnswers(t, "Which counter adds a stamp to the event dict?", u, []answerCase{
+		{"key (str) – Target key in event_dict for added stamps.", false},
+		{"class tally.Stamper(key='stamp'); Add a stamp to event_dict.", true},
+	})
+	checkAnswers(t, "Which argument sets the key of added stamps?", u, []answerCase{
+		{"key (str) – Target key in event_dict for added stamps.", true},
+	})
+	g := parseGoal("Which counter adds a stamp to the event dict?", u)
+	if namesOne("key (str) – Target key in event_dict for added stamps.", g) {
+		t.Error("a capital after a dash read as a name")
+	}
+}
