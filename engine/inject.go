@@ -149,13 +149,34 @@ var injectionRes = []injectionRule{
 	{[]string{"{{"}, LazyRE(`\{\{\s*secret\s*:`)},
 }
 
-func containsAny(s string, subs []string) bool {
-	for _, x := range subs {
-		if strings.Contains(s, x) {
-			return true
+// The rules' triggers indexed by their first byte, so that one pass over a
+// text tells which rules can match (a trigger check per rule and trigger
+// cost a typical trace more than the rules that ran).
+var injTrigByByte [256][]trigRef
+
+func init() {
+	if len(injectionRes) > 64 {
+		panic("engine: more than 64 injection rules")
+	}
+	for i, r := range injectionRes {
+		for _, t := range r.triggers {
+			injTrigByByte[t[0]] = append(injTrigByByte[t[0]], trigRef{t, i})
 		}
 	}
-	return false
+}
+
+// injectionTriggered returns the set of injection rules (bit i:
+// injectionRes[i]) one of whose triggers occurs in the normalized text n.
+func injectionTriggered(n string) uint64 {
+	var on uint64
+	for i := 0; i < len(n); i++ {
+		for _, t := range injTrigByByte[n[i]] {
+			if on&(1<<t.rule) == 0 && strings.HasPrefix(n[i:], t.lit) {
+				on |= 1 << t.rule
+			}
+		}
+	}
+	return on
 }
 
 // ScreenText returns the part of s (as normalized) that looks like a prompt
@@ -224,8 +245,9 @@ func screenText(s string) string {
 }
 
 func screenNormalized(n string) string {
-	for _, r := range injectionRes {
-		if !containsAny(n, r.triggers) {
+	on := injectionTriggered(n)
+	for i, r := range injectionRes {
+		if on&(1<<i) == 0 {
 			continue
 		}
 		if m := r.re.FindString(n); m != "" {

@@ -62,6 +62,10 @@ type secretRule struct {
 	// unless, when set, is a submatch that drops the hit when it matched
 	// (what follows the value says it is no credential).
 	unless int
+	// pre, when set, must accept the text before the rule's expression runs
+	// at all: a cheap test where no literal of the rule is rare enough to be
+	// its trigger (a rule with pre and no triggers is asked of every text).
+	pre func(text string) bool
 }
 
 // credName is a parameter or key name that holds a credential. Compound
@@ -132,21 +136,30 @@ var secretRules = []secretRule{
 	// Fly.io, Terraform Cloud, Square, Firebase, Dropbox.
 	{kind: SecretServiceToken, group: 1,
 		triggers: []string{"dckr_pat_", "sbp_", "gsk_", "r8_", "ntn_", "secret_", "pscale_", "pul-", "sntry", "nrak-",
-			"hrku-", "gocspx-", "ya29.", "atbb", "age-secret-key-", "pat", "fo1_", "fm1_", "fm2_", ".atlasv1.", "eaaa", "apa91b", "sl."},
+			"hrku-", "gocspx-", "ya29.", "atbb", "age-secret-key-", "fo1_", "fm1_", "fm2_", ".atlasv1.", "eaaa", "apa91b", "sl."},
 		re: LazyRE(`(?:^|[^A-Za-z0-9_\-])(` +
 			`dckr_pat_[A-Za-z0-9_\-]{27,}|sbp_[a-f0-9]{40}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37}|ntn_[A-Za-z0-9]{40,}|` +
 			`secret_[A-Za-z0-9]{43}|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.\-]{32,}|pul-[a-f0-9]{40}|sntry[su]_[A-Za-z0-9_+/=]{40,}|` +
 			`NRAK-[A-Z0-9]{27}|HRKU-[A-Za-z0-9_\-]{20,}|GOCSPX-[A-Za-z0-9_\-]{24,}|ya29\.[A-Za-z0-9_\-]{30,}|` +
-			`ATBB[A-Za-z0-9_=.\-]{28,}|AGE-SECRET-KEY-1[0-9A-Z]{50,}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|` +
+			`ATBB[A-Za-z0-9_=.\-]{28,}|AGE-SECRET-KEY-1[0-9A-Z]{50,}|` +
 			`fo1_[A-Za-z0-9_\-]{40,}|fm[12]_[A-Za-z0-9+/=_\-]{40,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,}|` +
 			`EAAA[A-Za-z0-9_\-]{60,}|AAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{100,}|sl\.[A-Za-z0-9_\-]{90,})`)},
+	// Airtable's personal access tokens ("pat" opens many words: its own
+	// rule, so the one above does not run for every "path").
+	{kind: SecretServiceToken, triggers: []string{"pat"}, group: 1, pre: func(t string) bool { return strings.Contains(t, ".") },
+		re: LazyRE(`(?:^|[^A-Za-z0-9_\-])(pat[A-Za-z0-9]{14}\.[a-f0-9]{64})`)},
 	// Tokens whose shape has no distinct prefix: Twilio API key secrets
 	// (SK and 32 hex digits), Mailchimp keys (32 hex digits, -us and the
 	// data centre), Telegram bot tokens (the bot's id, a colon, 35
-	// characters from AA), Discord bot tokens (three base64url parts).
+	// characters from AA), Discord bot tokens (three base64url parts). Their
+	// literals are case-sensitive ("SK", ":AA"), or a shape (".xxxxxx."):
+	// pre tests them, not the case-folded triggers of every "task".
 	{kind: SecretServiceToken, triggers: []string{"sk", "-us", ":aa"}, group: 1,
+		pre: func(t string) bool {
+			return strings.Contains(t, "SK") || strings.Contains(t, "-us") || strings.Contains(t, ":AA")
+		},
 		re: LazyRE(`(?:^|[^A-Za-z0-9_\-])(SK[0-9a-fA-F]{32}|[0-9a-f]{32}-us[0-9]{1,2}|[0-9]{6,12}:AA[A-Za-z0-9_\-]{30,40})(?:[^A-Za-z0-9_\-]|\z)`)},
-	{kind: SecretServiceToken, triggers: []string{"mt", "mz", "nd", "nj", "nz", "od", "ot"}, group: 1, valid: discordToken,
+	{kind: SecretServiceToken, group: 1, valid: discordToken, pre: dottedSix,
 		re: LazyRE(`(?:^|[^A-Za-z0-9_\-.])([MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40})(?:[^A-Za-z0-9_\-.]|\z)`)},
 	// A PuTTY key file's private lines.
 	{kind: SecretPrivateKey, triggers: []string{"private-lines:"}, group: 1,
@@ -253,14 +266,11 @@ func findSecrets(text string) []SecretHit {
 		// masked (same length, so offsets hold) with stars, a stand-in.
 		text = placeholderRe.ReplaceAllStringFunc(text, func(m string) string { return strings.Repeat("*", len(m)) })
 	}
-	on := triggered(text)
-	if on == 0 {
-		return nil
-	}
+	on := triggered(text) // rules with pre and no triggers run on every text, if pre says so
 	var hits []SecretHit
 	for i := range secretRules {
 		r := &secretRules[i]
-		if on&(1<<i) == 0 {
+		if on&(1<<i) == 0 && (len(r.triggers) > 0 || r.pre == nil) || r.pre != nil && !r.pre(text) {
 			continue
 		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(text, -1) {
@@ -430,6 +440,28 @@ func credentialValue(v string) bool {
 	}
 	first, _, _ := strings.Cut(strings.ToLower(t), " ")
 	return !credentialStopwords[strings.TrimRight(first, ".,;:!")]
+}
+
+// dottedSix reports whether text has six base64url characters between two
+// dots, the middle part of a Discord bot token.
+func dottedSix(text string) bool {
+	for i := strings.IndexByte(text, '.'); i >= 0 && i+7 < len(text); {
+		if text[i+7] == '.' {
+			ok := true
+			for _, c := range []byte(text[i+1 : i+7]) {
+				ok = ok && (c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-')
+			}
+			if ok {
+				return true
+			}
+		}
+		j := strings.IndexByte(text[i+1:], '.')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // discordToken accepts three base64url parts whose first is a numeric id
