@@ -366,9 +366,13 @@ var bareNumRe = engine.LazyRE(`(?:^|[^\p{L}\p{N}_.,#-])(\d+)(?:$|[^\p{L}\p{N}_.,
 
 // taskNumbers are the numbers a task gives ("on port 8041", "with 4
 // threads"): what a command it asks for must be run with.
-func taskNumbers(task string) []string {
+func taskNumbers(task string) []string { return firstGroups(bareNumRe, task) }
+
+// firstGroups returns the first submatch of each match of re in s, each
+// once, in order of first match.
+func firstGroups(re *engine.LazyRegexp, s string) []string {
 	var out []string
-	for _, m := range bareNumRe.FindAllStringSubmatch(task, -1) {
+	for _, m := range re.FindAllStringSubmatch(s, -1) {
 		if !contains(out, m[1]) {
 			out = append(out, m[1])
 		}

@@ -526,6 +526,10 @@ func readPage(s *State, g goal) (readPick, bool) {
 	for _, b := range s.Blocks {
 		termOnPage = termOnPage || b.Tag == "dt" && apiTerm(b.Text) && termNamed(b.Text, taskWords)
 	}
+	// "Which processor …" (no API kind): the answer must name one, and a
+	// parameter's entry answers only a value-like thing (parameter, option, …).
+	whichThing := g.kind == "" && g.typ == AnyAnswer && whichRe.MatchString(s.Task)
+	valueNoun := valueKinds[stem(whichNoun(s.Task))]
 	headingOf := map[string]int{} // heading text → index of its block
 	best, bestI, bestTerm := 0.0, -1, -1
 	var bestHead string
@@ -593,7 +597,7 @@ func readPage(s *State, g goal) (readPick, bool) {
 		if termOnPage && termText != "" && termOther(termText, g) {
 			continue
 		}
-		if g.kind == "" && g.typ == AnyAnswer && whichRe.MatchString(s.Task) && (termText == "" && !namesOne(b.Text, g) || paramEntryRe.MatchString(b.Text) && !valueKinds[stem(whichNoun(s.Task))]) {
+		if whichThing && (termText == "" && !namesOne(b.Text, g) || paramEntryRe.MatchString(b.Text) && !valueNoun) {
 			continue
 		}
 		// "How do I log a user out?": a signal's description ("Sent when a

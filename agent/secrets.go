@@ -31,15 +31,7 @@ var ErrSecret = errors.New("secret")
 func ValidSecretName(name string) bool { return secretNameRe.MatchString(name) }
 
 // SecretNamesIn returns the names of the placeholders in s, in order of first use.
-func SecretNamesIn(s string) []string {
-	var out []string
-	for _, m := range placeholerRe.FindAllStringSubmatch(s, -1) {
-		if !contains(out, m[1]) {
-			out = append(out, m[1])
-		}
-	}
-	return out
-}
+func SecretNamesIn(s string) []string { return firstGroups(placeholerRe, s) }
 
 // ResolveSecrets replaces each {{secret:NAME}} in s with its value. A name
 // that is not declared is an error naming it (never the value of anything).
